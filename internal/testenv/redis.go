@@ -1,0 +1,84 @@
+package testenv
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a redis-server started for one test.
+type Redis struct {
+	tb   testing.TB
+	dir  string
+	Port int
+	Proc *Process
+}
+
+// StartRedis starts a redis-server on a free loopback port with persistence
+// off, waits until it answers PING and stops it when the test ends.
+func StartRedis(tb testing.TB) *Redis {
+	tb.Helper()
+	r := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
+	r.Start()
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// Addr is host:port of the server.
+func (r *Redis) Addr() string { return Addr(r.Port) }
+
+// URL is a redis:// URL of the server.
+func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
+
+// Start (re)starts the server on its port, as after Kill.
+func (r *Redis) Start() {
+	r.tb.Helper()
+	r.Proc = start(r.tb, r.dir, "redis.log", "redis-server",
+		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir)
+	r.waitReady()
+}
+
+func (r *Redis) waitReady() {
+	r.tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	err := waitFor(10*time.Second, func() error {
+		if r.Proc.Exited() {
+			return errExited
+		}
+		return c.Ping(context.Background()).Err()
+	})
+	if err != nil {
+		r.tb.Fatalf("testenv: redis-server on %s did not answer PING: %v\n%s", r.Addr(), err, r.Proc.Log())
+	}
+}
+
+// Client returns a new client for the server, closed when the test ends.
+func (r *Redis) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	r.tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Kill sends SIGKILL to the server and waits for it to exit.
+func (r *Redis) Kill() { r.Proc.Kill() }
+
+// Pause stops the server process (SIGSTOP): it keeps accepting connections
+// in the kernel but answers nothing until Resume.
+func (r *Redis) Pause() { _ = r.Proc.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (r *Redis) Resume() { _ = r.Proc.Signal(syscall.SIGCONT) }
+
+// Stop ends the server if it still runs.
+func (r *Redis) Stop() {
+	if r.Proc != nil && !r.Proc.Exited() {
+		r.Resume()
+		r.Proc.Kill()
+	}
+}

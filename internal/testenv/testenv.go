@@ -1,0 +1,128 @@
+// Package testenv starts the real parts that tests need (redis-server, a
+// 3-master Redis Cluster, prometheus) on free loopback ports in a temporary
+// directory, and stops them when the test ends.
+//
+// A part that cannot be started FAILS the test with a message that names what
+// is missing and how to install it; nothing here ever skips a test. The
+// README's test command (`make test`) installs the Debian packages first.
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// packageOf names the Debian package that ships a binary.
+var packageOf = map[string]string{
+	"redis-server": "redis-server",
+	"redis-cli":    "redis-tools",
+	"prometheus":   "prometheus",
+	"promtool":     "prometheus",
+}
+
+// Binary returns the path of an executable, failing the test when it is not
+// installed.
+func Binary(tb testing.TB, name string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		tb.Fatalf("testenv: %s is not installed (Debian: apt-get install -y %s, or run `make test`, which installs it): %v",
+			name, packageOf[name], err)
+	}
+	return p
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("testenv: no free loopback port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Addr formats a loopback address for port.
+func Addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// waitFor polls ready every 20 ms until it returns nil or timeout passes.
+func waitFor(timeout time.Duration, ready func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Process is a child process started for a test.
+type Process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// start launches name with args, logging to dir/logName.
+func start(tb testing.TB, dir, logName, name string, args ...string) *Process {
+	tb.Helper()
+	logPath := dir + "/" + logName
+	logf, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	cmd := exec.Command(Binary(tb, name), args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		tb.Fatalf("testenv: start %s: %v", name, err)
+	}
+	p := &Process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
+	return p
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Log returns what the process wrote so far (for failure messages).
+func (p *Process) Log() string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
