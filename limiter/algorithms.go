@@ -1,0 +1,169 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// The algorithms below are the reference semantics. The Lua scripts in
+// scripts.go perform the same floating-point operations in the same order, so
+// the in-memory and Redis stores agree to the microsecond; the conformance
+// suite holds them to it. Time is in microseconds, as float64 (exact up to
+// 2^53 µs, well past the year 2200).
+
+// eps absorbs float error before flooring counts (e.g. 0.29×100).
+const eps = 1e-9
+
+// params is a request reduced to numbers.
+type params struct {
+	limit, period, burst, cost, m float64 // period in µs
+}
+
+func paramsOf(r *Request) params {
+	return params{
+		limit:  float64(r.Rule.Limit),
+		period: float64(r.Rule.Period / time.Microsecond),
+		burst:  float64(r.Rule.capacity()),
+		cost:   float64(r.Cost),
+		m:      r.Multiplier,
+	}
+}
+
+// state is one key's state. Which fields mean what depends on the algorithm:
+//
+//	TokenBucket:          q, a = tokens in the quota / admission bucket; ts = last update
+//	GCRA:                 q, a = theoretical arrival times
+//	LeakyBucket:          q, a = water levels; ts = last update
+//	FixedWindow:          q = count; ts = window start
+//	SlidingWindowCounter: q = current count, a = previous count; ts = window start
+//	SlidingWindowLog:     log = one timestamp per admitted unit, oldest first
+type state struct {
+	init     bool
+	q, a, ts float64
+	log      []float64
+}
+
+// verdict is an algorithm's answer, in µs.
+type verdict struct {
+	reason                  Reason
+	remaining, reset, retry float64
+	ttl                     float64 // until the state is back to fresh
+}
+
+type algorithmFunc func(s *state, now float64, p params) verdict
+
+var algorithmFuncs = [numAlgorithms]algorithmFunc{
+	TokenBucket:          tokenBucket,
+	GCRA:                 gcra,
+	FixedWindow:          fixedWindow,
+	SlidingWindowLog:     slidingLog,
+	SlidingWindowCounter: slidingCounter,
+	LeakyBucket:          leakyBucket,
+}
+
+// admissionCap is the capacity of the admission bucket / meter.
+func admissionCap(p params) float64 { return math.Max(p.burst*p.m, p.cost) }
+
+// admissionLimit is the window limit under load.
+func admissionLimit(p params) float64 { return math.Max(math.Floor(p.limit*p.m+eps), p.cost) }
+
+func tokenBucket(s *state, now float64, p params) verdict {
+	rate := p.limit / p.period
+	arate := rate * p.m
+	capa := admissionCap(p)
+	if !s.init {
+		s.init, s.q, s.a, s.ts = true, p.burst, capa, now
+	}
+	el := math.Max(0, now-s.ts)
+	q := math.Min(p.burst, s.q+el*rate)
+	a := math.Min(capa, s.a+el*arate)
+	var v verdict
+	switch {
+	case q < p.cost:
+		v.reason, v.retry = OverQuota, (p.cost-q)/rate
+	case a < p.cost:
+		v.reason, v.retry = Shed, (p.cost-a)/arate
+	default:
+		q, a = q-p.cost, a-p.cost
+	}
+	v.remaining = math.Floor(math.Min(q, a) + eps)
+	v.reset = (p.burst - q) / rate
+	v.ttl = math.Max(v.reset, (capa-a)/arate)
+	s.q, s.a, s.ts = q, a, now
+	return v
+}
+
+func gcra(s *state, now float64, p params) verdict {
+	t := p.period / p.limit
+	ta := t / p.m
+	tol := t * p.burst
+	tola := ta * admissionCap(p)
+	if !s.init {
+		s.init, s.q, s.a = true, now, now
+	}
+	tq := math.Max(s.q, now)
+	tqa := math.Max(s.a, now)
+	nq := tq + t*p.cost
+	na := tqa + ta*p.cost
+	var v verdict
+	switch {
+	case nq-now > tol:
+		v.reason, v.retry = OverQuota, nq-now-tol
+	case na-now > tola:
+		v.reason, v.retry = Shed, na-now-tola
+	default:
+		tq, tqa = nq, na
+	}
+	v.remaining = math.Floor(math.Min((tol-(tq-now))/t, (tola-(tqa-now))/ta) + eps)
+	v.reset = tq - now
+	v.ttl = math.Max(tq, tqa) - now
+	s.q, s.a = tq, tqa
+	return v
+}
+
+func leakyBucket(s *state, now float64, p params) verdict {
+	rate := p.limit / p.period
+	arate := rate * p.m
+	capa := admissionCap(p)
+	if !s.init {
+		s.init, s.q, s.a, s.ts = true, 0, 0, now
+	}
+	el := math.Max(0, now-s.ts)
+	lq := math.Max(0, s.q-el*rate)
+	la := math.Max(0, s.a-el*arate)
+	var v verdict
+	switch {
+	case lq+p.cost > p.burst:
+		v.reason, v.retry = OverQuota, (lq+p.cost-p.burst)/rate
+	case la+p.cost > capa:
+		v.reason, v.retry = Shed, (la+p.cost-capa)/arate
+	default:
+		lq, la = lq+p.cost, la+p.cost
+	}
+	v.remaining = math.Floor(math.Min(p.burst-lq, capa-la) + eps)
+	v.reset = lq / rate
+	v.ttl = math.Max(v.reset, la/arate)
+	s.q, s.a, s.ts = lq, la, now
+	return v
+}
+
+func fixedWindow(s *state, now float64, p params) verdict {
+	ws := math.Floor(now/p.period) * p.period
+	if !s.init || s.ts != ws {
+		s.init, s.q, s.ts = true, 0, ws
+	}
+	al := admissionLimit(p)
+	end := ws + p.period - now
+	var v verdict
+	switch {
+	case s.q+p.cost > p.limit:
+		v.reason, v.retry = OverQuota, end
+	case s.q+p.cost > al:
+		v.reason, v.retry = Shed, end
+	default:
+		s.q += p.cost
+	}
+	v.remaining = math.Max(0, math.Min(p.limit, al)-s.q)
+	v.reset, v.ttl = end, end
+	return v
+}

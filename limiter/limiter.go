@@ -1,0 +1,179 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Store makes one atomic decision per call. Implementations are safe for
+// concurrent use.
+type Store interface {
+	Decide(ctx context.Context, req Request) (Decision, error)
+}
+
+// Sentinel errors. Errors returned by stores wrap these where they apply.
+var (
+	// ErrInvalid reports a request or rule that cannot be decided.
+	ErrInvalid = errors.New("limiter: invalid request")
+	// ErrBadReply reports a Redis reply of an unexpected shape.
+	ErrBadReply = errors.New("limiter: unexpected reply from redis")
+)
+
+// Algorithm selects how a rule counts. The zero value is TokenBucket.
+type Algorithm uint8
+
+// Algorithms.
+const (
+	TokenBucket Algorithm = iota
+	GCRA
+	FixedWindow
+	SlidingWindowLog
+	SlidingWindowCounter
+	LeakyBucket
+	numAlgorithms
+)
+
+var algNames = [numAlgorithms]string{"token_bucket", "gcra", "fixed_window",
+	"sliding_window_log", "sliding_window_counter", "leaky_bucket"}
+
+// algCodes are the short codes used in store keys.
+var algCodes = [numAlgorithms]string{"tb", "gc", "fw", "sl", "sc", "lb"}
+
+// Algorithms lists every algorithm, in declaration order.
+func Algorithms() []Algorithm {
+	a := make([]Algorithm, numAlgorithms)
+	for i := range a {
+		a[i] = Algorithm(i)
+	}
+	return a
+}
+
+func (a Algorithm) String() string {
+	if a < numAlgorithms {
+		return algNames[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// ParseAlgorithm reads an algorithm name as printed by String. The empty
+// string means TokenBucket.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	if s == "" {
+		return TokenBucket, nil
+	}
+	for i, n := range algNames {
+		if n == s {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, fmt.Errorf("limiter: unknown algorithm %q (want one of %v)", s, algNames)
+}
+
+// isWindow reports whether a counts requests in windows (and ignores Burst).
+func (a Algorithm) isWindow() bool {
+	return a == FixedWindow || a == SlidingWindowLog || a == SlidingWindowCounter
+}
+
+// Rule says how much a key may spend.
+type Rule struct {
+	Name      string    // for metrics and headers; not part of the state key
+	Algorithm Algorithm // zero value: TokenBucket
+	Limit     int64     // tokens per Period, > 0
+	Period    time.Duration
+	Burst     int64 // bucket capacity; 0 means Limit. Ignored by window algorithms.
+}
+
+// capacity is the most one key can spend at once.
+func (r Rule) capacity() int64 {
+	if r.Algorithm.isWindow() || r.Burst == 0 {
+		return r.Limit
+	}
+	return r.Burst
+}
+
+const maxPeriod = 366 * 24 * time.Hour
+
+// Validate reports what is wrong with r, naming the field.
+func (r Rule) Validate() error {
+	switch {
+	case r.Algorithm >= numAlgorithms:
+		return fmt.Errorf("%w: rule %q: algorithm %d unknown", ErrInvalid, r.Name, r.Algorithm)
+	case r.Limit <= 0 || r.Limit > 1e12:
+		return fmt.Errorf("%w: rule %q: limit %d must be in 1..1e12", ErrInvalid, r.Name, r.Limit)
+	case r.Period < time.Millisecond || r.Period > maxPeriod:
+		return fmt.Errorf("%w: rule %q: period %v must be in 1ms..366d", ErrInvalid, r.Name, r.Period)
+	case r.Burst < 0 || r.Burst > 1e12:
+		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
+	}
+	return nil
+}
+
+// Request is one decision to make.
+type Request struct {
+	Key  string // the client key, e.g. "per-ip:192.0.2.1"; must not be empty
+	Rule Rule
+	Cost int64 // tokens this request spends; 0 means 1
+	// Multiplier scales the admission limit (see the package doc): 1 when
+	// healthy, in (0, ∞). 0 means 1.
+	Multiplier float64
+	Tier       string // for metrics only
+}
+
+// normalize fills defaults and validates r.
+func (r *Request) normalize() error {
+	if r.Cost == 0 {
+		r.Cost = 1
+	}
+	if r.Multiplier == 0 {
+		r.Multiplier = 1
+	}
+	switch {
+	case r.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	case r.Cost < 0:
+		return fmt.Errorf("%w: cost %d is negative", ErrInvalid, r.Cost)
+	case math.IsNaN(r.Multiplier) || math.IsInf(r.Multiplier, 0) || r.Multiplier < 0:
+		return fmt.Errorf("%w: multiplier %v must be a finite number > 0", ErrInvalid, r.Multiplier)
+	}
+	if err := r.Rule.Validate(); err != nil {
+		return err
+	}
+	if c := r.Rule.capacity(); r.Cost > c {
+		return fmt.Errorf("%w: rule %q: cost %d exceeds capacity %d", ErrInvalid, r.Rule.Name, r.Cost, c)
+	}
+	return nil
+}
+
+// Reason says why a decision went the way it did.
+type Reason uint8
+
+// Reasons.
+const (
+	Allowed   Reason = iota // admitted
+	OverQuota               // the key's quota is spent: HTTP 429
+	Shed                    // quota fine, admission limit spent under load: HTTP 503
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"allowed", "over_quota", "shed"}
+
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Decision is the answer for one request.
+type Decision struct {
+	Allowed    bool
+	Reason     Reason
+	Limit      int64         // the rule's Limit per Period
+	Remaining  int64         // what the key may still spend now (≥ 0)
+	ResetAfter time.Duration // until the quota is whole again
+	RetryAfter time.Duration // until this request would pass; 0 when allowed
+	Fallback   bool          // decided by a fallback path, not the shared store
+}

@@ -1,0 +1,161 @@
+package limiter
+
+import (
+	"context"
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memory is the in-memory store: the embedded default when no Redis is
+// configured, with the same semantics as the Redis store for one instance.
+//
+// Keys are spread over shards, each with its own mutex. A key whose state
+// is back to fresh (its TTL passed) is forgotten. At most MaxKeys keys are
+// tracked; a new key beyond the cap is decided on its shard's shared
+// overflow state, so a flood of unique keys is limited like one client and
+// never evicts a key that is tracked.
+type Memory struct {
+	seed     maphash.Seed
+	shards   []memShard
+	perShard int
+	now      func() time.Time
+}
+
+type memKey struct {
+	alg Algorithm
+	key string
+}
+
+type memShard struct {
+	mu        sync.Mutex // guards every field below
+	m         map[memKey]*memEntry
+	overflow  memEntry
+	overflows uint64
+	inserts   uint32
+	_         [40]byte // keep shards on separate cache lines
+}
+
+type memEntry struct {
+	alg    Algorithm
+	st     state
+	expire float64 // µs; the state is fresh again from then on
+}
+
+// NewMemory returns an in-memory store. Options: WithClock, WithMaxKeys,
+// WithShards.
+func NewMemory(opts ...Option) *Memory {
+	o := newOptions(opts)
+	n := 1
+	for n < o.shards && n < o.maxKeys {
+		n <<= 1
+	}
+	if n > o.maxKeys {
+		n >>= 1
+	}
+	if n < 1 {
+		n = 1
+	}
+	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n), now: o.now}
+	m.perShard = max(1, o.maxKeys/n)
+	if m.now == nil {
+		m.now = time.Now
+	}
+	for i := range m.shards {
+		m.shards[i].m = make(map[memKey]*memEntry)
+	}
+	return m
+}
+
+// Decide makes one decision at the store's clock.
+func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
+	return m.DecideAt(m.now(), req)
+}
+
+// DecideAt makes one decision at now.
+func (m *Memory) DecideAt(now time.Time, req Request) (Decision, error) {
+	if err := req.normalize(); err != nil {
+		return Decision{}, err
+	}
+	us := float64(now.UnixMicro())
+	k := memKey{req.Rule.Algorithm, req.Key}
+	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
+	sh.mu.Lock()
+	e := sh.entry(k, us, m.perShard)
+	if e.alg != req.Rule.Algorithm || e.expire <= us {
+		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log[:0]}
+	}
+	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(&req))
+	e.expire = us + (math.Ceil(v.ttl/1000)+1000)*1000
+	sh.mu.Unlock()
+	return decisionOf(&req, v), nil
+}
+
+// entry finds or makes the entry for k. The caller holds sh.mu.
+func (sh *memShard) entry(k memKey, now float64, limit int) *memEntry {
+	if e, ok := sh.m[k]; ok {
+		return e
+	}
+	sh.inserts++
+	if sh.inserts%256 == 0 || len(sh.m) >= limit {
+		sh.sweep(now, 128)
+	}
+	if len(sh.m) >= limit {
+		sh.overflows++
+		return &sh.overflow
+	}
+	e := &memEntry{alg: k.alg}
+	sh.m[memKey{k.alg, strings.Clone(k.key)}] = e
+	return e
+}
+
+// sweep forgets up to budget visited entries whose state is fresh again.
+func (sh *memShard) sweep(now float64, budget int) {
+	for k, e := range sh.m {
+		if e.expire <= now {
+			delete(sh.m, k)
+		}
+		if budget--; budget == 0 {
+			return
+		}
+	}
+}
+
+// Len is the number of keys tracked now.
+func (m *Memory) Len() int {
+	n := 0
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Overflows counts the decisions made on overflow state because the cap was
+// reached.
+func (m *Memory) Overflows() uint64 {
+	var n uint64
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += sh.overflows
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// decisionOf turns a verdict in µs into a Decision.
+func decisionOf(r *Request, v verdict) Decision {
+	return Decision{
+		Allowed:    v.reason == Allowed,
+		Reason:     v.reason,
+		Limit:      r.Rule.Limit,
+		Remaining:  int64(v.remaining),
+		ResetAfter: time.Duration(math.Ceil(v.reset)) * time.Microsecond,
+		RetryAfter: time.Duration(math.Ceil(v.retry)) * time.Microsecond,
+	}
+}
