@@ -89,7 +89,7 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	v.remaining = math.Floor(math.Min(q, a) + eps)
 	v.reset = (p.burst - q) / rate
 	v.ttl = math.Max(v.reset, (capa-a)/arate)
-	s.q, s.a, s.ts = q, a, now
+	s.q, s.a, s.ts = q, a, math.Max(s.ts, now)
 	return v
 }
 
@@ -114,7 +114,7 @@ func gcra(s *state, now float64, p params) verdict {
 	default:
 		tq, tqa = nq, na
 	}
-	v.remaining = math.Floor(math.Min((tol-(tq-now))/t, (tola-(tqa-now))/ta) + eps)
+	v.remaining = math.Max(0, math.Floor(math.Min((tol-(tq-now))/t, (tola-(tqa-now))/ta)+eps))
 	v.reset = tq - now
 	v.ttl = math.Max(tq, tqa) - now
 	s.q, s.a = tq, tqa
@@ -140,10 +140,10 @@ func leakyBucket(s *state, now float64, p params) verdict {
 	default:
 		lq, la = lq+p.cost, la+p.cost
 	}
-	v.remaining = math.Floor(math.Min(p.burst-lq, capa-la) + eps)
+	v.remaining = math.Max(0, math.Floor(math.Min(p.burst-lq, capa-la)+eps))
 	v.reset = lq / rate
 	v.ttl = math.Max(v.reset, la/arate)
-	s.q, s.a, s.ts = lq, la, now
+	s.q, s.a, s.ts = lq, la, math.Max(s.ts, now)
 	return v
 }
 

@@ -69,20 +69,32 @@ func NewMemory(opts ...Option) *Memory {
 	return m
 }
 
-// Decide makes one decision at the store's clock.
+// Decide makes one decision at the store's clock, read under the shard's
+// lock so that decisions on one key see time in order (as the Redis scripts
+// do with TIME).
 func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
-	return m.DecideAt(m.now(), req)
+	return m.decide(nil, req)
 }
 
-// DecideAt makes one decision at now.
+// DecideAt makes one decision at now. Callers that pass time themselves
+// must pass it in order per key.
 func (m *Memory) DecideAt(now time.Time, req Request) (Decision, error) {
+	return m.decide(&now, req)
+}
+
+func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	if err := req.normalize(); err != nil {
 		return Decision{}, err
 	}
-	us := float64(now.UnixMicro())
 	k := memKey{req.Rule.Algorithm, req.Key}
 	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
 	sh.mu.Lock()
+	var us float64
+	if at != nil {
+		us = float64(at.UnixMicro())
+	} else {
+		us = float64(m.now().UnixMicro())
+	}
 	e := sh.entry(k, us, m.perShard)
 	if e.alg != req.Rule.Algorithm || e.expire <= us {
 		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log[:0]}

@@ -45,7 +45,7 @@ elseif a < cost then reason, retry = 2, (cost - a) / arate
 else q, a = q - cost, a - cost end
 local remaining = math.floor(math.min(q, a) + eps)
 local reset = (burst - q) / rate
-redis.call('HSET', KEYS[1], 'q', f(q), 'a', f(a), 'ts', f(now))
+redis.call('HSET', KEYS[1], 'q', f(q), 'a', f(a), 'ts', f(math.max(ts, now)))
 return finish(reason, remaining, reset, retry, math.max(reset, (capa - a) / arate))
 `
 
@@ -63,7 +63,7 @@ local reason, retry = 0, 0
 if nq - now > tol then reason, retry = 1, nq - now - tol
 elseif na - now > tola then reason, retry = 2, na - now - tola
 else tq, tqa = nq, na end
-local remaining = math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps)
+local remaining = math.max(0, math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps))
 redis.call('HSET', KEYS[1], 'q', f(tq), 'a', f(tqa))
 return finish(reason, remaining, tq - now, retry, math.max(tq, tqa) - now)
 `
@@ -82,9 +82,9 @@ local reason, retry = 0, 0
 if lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
 elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
 else lq, la = lq + cost, la + cost end
-local remaining = math.floor(math.min(burst - lq, capa - la) + eps)
+local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
 local reset = lq / rate
-redis.call('HSET', KEYS[1], 'q', f(lq), 'a', f(la), 'ts', f(now))
+redis.call('HSET', KEYS[1], 'q', f(lq), 'a', f(la), 'ts', f(math.max(ts, now)))
 return finish(reason, remaining, reset, retry, math.max(reset, la / arate))
 `
 

@@ -1,0 +1,115 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// TestMemoryCap: a flood of 1,000,000 distinct keys never makes the store
+// track more than its cap, and a key tracked before keeps its state.
+func TestMemoryCap(t *testing.T) {
+	const maxKeys = 10_000
+	clock := newFakeClock(t0) // time stands still: nothing expires
+	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(maxKeys))
+	rule := limiter.Rule{Limit: 10, Period: time.Minute, Burst: 10}
+	ctx := context.Background()
+	victim := limiter.Request{Key: "victim", Rule: rule, Cost: 7}
+	if d, err := s.Decide(ctx, victim); err != nil || d.Remaining != 3 {
+		t.Fatalf("victim: %+v %v", d, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	maxSeen := 0
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			buf := make([]byte, 0, 16)
+			for i := w; i < 1_000_000; i += 4 {
+				buf = strconv.AppendInt(buf[:0], int64(i), 10)
+				if _, err := s.Decide(ctx, limiter.Request{Key: string(buf), Rule: rule}); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%50_000 == 0 {
+					n := s.Len()
+					mu.Lock()
+					maxSeen = max(maxSeen, n)
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if n := s.Len(); n > maxKeys || maxSeen > maxKeys {
+		t.Fatalf("tracked %d keys (max seen %d), cap %d", n, maxSeen, maxKeys)
+	}
+	if s.Overflows() == 0 {
+		t.Fatal("no decision went to overflow state, so the cap was never reached")
+	}
+	victim.Cost = 1
+	d, err := s.Decide(ctx, victim)
+	if err != nil || d.Remaining != 2 {
+		t.Fatalf("victim after the flood: %+v %v, want remaining 2 (state kept)", d, err)
+	}
+}
+
+// TestMemoryOverflowIsLimited: keys beyond the cap share one limited state
+// rather than passing unlimited.
+func TestMemoryOverflowIsLimited(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(1), limiter.WithShards(1))
+	rule := limiter.Rule{Limit: 5, Period: time.Minute, Burst: 5}
+	allowed := 0
+	for i := 0; i < 100; i++ {
+		d, err := s.Decide(context.Background(), limiter.Request{Key: fmt.Sprint("k", i), Rule: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	// k0 is tracked (1 request, allowed); k1..k99 share the overflow
+	// state, which admits its burst of 5.
+	if allowed != 6 {
+		t.Fatalf("allowed %d of 100 unique keys over cap 1, want 6", allowed)
+	}
+}
+
+// TestMemoryExpiresIdleKeys: once a key's TTL passes it is forgotten, so
+// new keys are tracked again instead of overflowing.
+func TestMemoryExpiresIdleKeys(t *testing.T) {
+	clock := newFakeClock(t0)
+	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(64), limiter.WithShards(1))
+	rule := limiter.Rule{Limit: 10, Period: time.Second, Burst: 10}
+	decide := func(key string) limiter.Decision {
+		d, err := s.Decide(context.Background(), limiter.Request{Key: key, Rule: rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for i := 0; i < 64; i++ {
+		decide(fmt.Sprint("a", i))
+	}
+	if s.Len() != 64 || s.Overflows() != 0 {
+		t.Fatalf("len %d overflows %d, want 64 and 0", s.Len(), s.Overflows())
+	}
+	// 100 ms spent, refilled in 100 ms, + 1 s TTL slack: fresh after 1.1 s.
+	clock.Set(t0.Add(1100 * time.Millisecond))
+	for i := 0; i < 64; i++ {
+		if d := decide(fmt.Sprint("b", i)); d.Remaining != 9 {
+			t.Fatalf("new key b%d: remaining %d, want 9 (own state)", i, d.Remaining)
+		}
+	}
+	if s.Overflows() != 0 || s.Len() > 64 {
+		t.Fatalf("len %d overflows %d: expired keys were not reclaimed", s.Len(), s.Overflows())
+	}
+}
