@@ -61,6 +61,11 @@ var algorithmFuncs = [numAlgorithms]algorithmFunc{
 	LeakyBucket:          leakyBucket,
 }
 
+// With m ≥ 1 the meters (token bucket, GCRA, leaky bucket) set the
+// admission state equal to the quota state, so that after a period under load
+// a multiplier back at 1 behaves exactly like the plain algorithm instead of
+// shedding until the admission state has caught up.
+
 // admissionCap is the capacity of the admission bucket / meter.
 func admissionCap(p params) float64 { return math.Max(p.burst*p.m, p.cost) }
 
@@ -77,6 +82,9 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	el := math.Max(0, now-s.ts)
 	q := math.Min(p.burst, s.q+el*rate)
 	a := math.Min(capa, s.a+el*arate)
+	if p.m >= 1 {
+		a = q // unloaded: only the quota counts, whatever came before
+	}
 	var v verdict
 	switch {
 	case q < p.cost:
@@ -103,6 +111,9 @@ func gcra(s *state, now float64, p params) verdict {
 	}
 	tq := math.Max(s.q, now)
 	tqa := math.Max(s.a, now)
+	if p.m >= 1 {
+		tqa = tq
+	}
 	nq := tq + t*p.cost
 	na := tqa + ta*p.cost
 	var v verdict
@@ -131,6 +142,9 @@ func leakyBucket(s *state, now float64, p params) verdict {
 	el := math.Max(0, now-s.ts)
 	lq := math.Max(0, s.q-el*rate)
 	la := math.Max(0, s.a-el*arate)
+	if p.m >= 1 {
+		la = lq
+	}
 	var v verdict
 	switch {
 	case lq+p.cost > p.burst:

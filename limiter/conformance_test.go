@@ -111,7 +111,8 @@ var scenarios = []struct {
 		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
 		{at: 0, m: 0.5, want: d(shed, 10, 0, 200*ms, 100*ms)},
 		{at: 100 * ms, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 100 * ms, m: 1, want: d(shed, 10, 0, 200*ms, 100*ms)},
+		// Back at 1: only the quota counts, as in a plain bucket.
+		{at: 100 * ms, m: 1, want: d(ok, 10, 2, 300*ms, 0)},
 	}},
 	{"gcra: burst, refill, full again", limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},

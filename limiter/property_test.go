@@ -191,6 +191,33 @@ func TestMultiplierOneIsPlainTokenBucket(t *testing.T) {
 	}
 }
 
+// TestNoShedAtMultiplierOne: whatever multipliers came before, at 1 a refusal
+// is always over_quota, for every algorithm.
+func TestNoShedAtMultiplierOne(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for _, alg := range limiter.Algorithms() {
+		clock := newFakeClock(t0)
+		s := limiter.NewMemory(limiter.WithClock(clock.Now))
+		rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: time.Second, Burst: 8}
+		now := t0
+		for i := 0; i < 2000; i++ {
+			now = now.Add(time.Duration(rng.Intn(80_000)) * time.Microsecond)
+			clock.Set(now)
+			m := 1.0
+			if i < 1000 {
+				m = []float64{0.2, 0.5, 0.9}[rng.Intn(3)]
+			}
+			d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule, Multiplier: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == 1 && d.Reason == limiter.Shed {
+				t.Fatalf("%v step %d: shed at multiplier 1", alg, i)
+			}
+		}
+	}
+}
+
 // TestScriptFlush: after SCRIPT FLUSH the next decision still succeeds
 // (EVALSHA → NOSCRIPT → EVAL) and the key's state carries on.
 func TestScriptFlush(t *testing.T) {

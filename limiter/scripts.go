@@ -39,6 +39,7 @@ if q == nil or a == nil or ts == nil then q, a, ts = burst, capa, now end
 local el = math.max(0, now - ts)
 q = math.min(burst, q + el * rate)
 a = math.min(capa, a + el * arate)
+if m >= 1 then a = q end
 local reason, retry = 0, 0
 if q < cost then reason, retry = 1, (cost - q) / rate
 elseif a < cost then reason, retry = 2, (cost - a) / arate
@@ -58,6 +59,7 @@ local v = redis.call('HMGET', KEYS[1], 'q', 'a')
 local sq, sa = tonumber(v[1]), tonumber(v[2])
 if sq == nil or sa == nil then sq, sa = now, now end
 local tq, tqa = math.max(sq, now), math.max(sa, now)
+if m >= 1 then tqa = tq end
 local nq, na = tq + t * cost, tqa + ta * cost
 local reason, retry = 0, 0
 if nq - now > tol then reason, retry = 1, nq - now - tol
@@ -78,6 +80,7 @@ if lq == nil or la == nil or ts == nil then lq, la, ts = 0, 0, now end
 local el = math.max(0, now - ts)
 lq = math.max(0, lq - el * rate)
 la = math.max(0, la - el * arate)
+if m >= 1 then la = lq end
 local reason, retry = 0, 0
 if lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
 elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
@@ -163,12 +166,30 @@ if n > 0 then reset = score_at(-1) + period - now end
 return finish(reason, math.max(0, math.min(limit, al) - n), reset, retry, period)
 `
 
-// scripts are indexed by Algorithm.
-var scripts = [numAlgorithms]*redis.Script{
-	TokenBucket:          redis.NewScript(luaTokenBucket),
-	GCRA:                 redis.NewScript(luaGCRA),
-	FixedWindow:          redis.NewScript(luaFixedWindow),
-	SlidingWindowLog:     redis.NewScript(luaSlidingLog),
-	SlidingWindowCounter: redis.NewScript(luaSlidingCounter),
-	LeakyBucket:          redis.NewScript(luaLeakyBucket),
+// luaSources are indexed by Algorithm.
+var luaSources = [numAlgorithms]string{
+	TokenBucket:          luaTokenBucket,
+	GCRA:                 luaGCRA,
+	FixedWindow:          luaFixedWindow,
+	SlidingWindowLog:     luaSlidingLog,
+	SlidingWindowCounter: luaSlidingCounter,
+	LeakyBucket:          luaLeakyBucket,
+}
+
+// scripts are indexed by Algorithm, made once.
+var scripts = func() (s [numAlgorithms]*redis.Script) {
+	for i, src := range luaSources {
+		s[i] = redis.NewScript(src)
+	}
+	return s
+}()
+
+// ScriptSource is the Lua source of an algorithm's script, for operators who
+// preload scripts and for benchmarks with redis-benchmark. Its arguments are
+// described at the top of scripts.go.
+func ScriptSource(a Algorithm) string {
+	if a >= numAlgorithms {
+		return ""
+	}
+	return luaSources[a]
 }

@@ -1,0 +1,57 @@
+// Command throttled runs the adaptive throttling controller.
+//
+//	throttled demo      run the limiter on embedded defaults and show what it decides
+//	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
+//	throttled version   print the version
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "demo":
+		err = demo(args[1:], stdout)
+	case "script":
+		err = script(args[1:], stdout)
+	case "version":
+		_, err = fmt.Fprintln(stdout, "throttled", version)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "throttled: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "throttled:", err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: throttled <command> [flags]
+
+commands:
+  demo      run the limiter on embedded defaults and show what it decides
+  script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
+  version   print the version
+`)
+}
