@@ -1,0 +1,51 @@
+package controller_test
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/throttledhq/throttled/controller"
+)
+
+func ExampleLaw_Step() {
+	law, err := controller.NewLaw(controller.Settings{
+		Tiers: []controller.Tier{
+			{Name: "premium", Priority: 0, Beta: 0.9, Floor: 0.5},
+			{Name: "free", Priority: 1, Beta: 0.5, Floor: 0.2},
+		},
+		Cooldown:    10 * time.Second,
+		HoldTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	p99 := func(seconds float64) controller.Input { // target: 500 ms
+		return controller.Input{Signals: []controller.Signal{{Name: "latency_p99", Value: seconds, Target: 0.5, Valid: true}}}
+	}
+	st := law.Init(t0)
+	for i, in := range []controller.Input{
+		p99(0.9), p99(0.9), p99(0.9), p99(0.9), // overloaded: free to its floor, then premium
+		p99(0.48),          // in the hysteresis band: hold
+		p99(0.2), p99(0.2), // healthy: premium first
+		p99(math.NaN()), {}, {}, {}, // no usable signal: hold; 30 s after the last usable one, recover
+	} {
+		now := t0.Add(time.Duration(i) * 10 * time.Second)
+		st = law.Step(st, in, now)
+		fmt.Printf("t=%3.0fs %-10v %v\n", now.Sub(t0).Seconds(), st.Condition, st)
+	}
+	// Output:
+	// t=  0s overloaded premium=1.00 free=0.50 epoch=1
+	// t= 10s overloaded premium=1.00 free=0.25 epoch=2
+	// t= 20s overloaded premium=1.00 free=0.20 epoch=3
+	// t= 30s overloaded premium=0.90 free=0.20 epoch=4
+	// t= 40s band       premium=0.90 free=0.20 epoch=4
+	// t= 50s healthy    premium=1.00 free=0.20 epoch=5
+	// t= 60s healthy    premium=1.00 free=0.30 epoch=6
+	// t= 70s no_signal  premium=1.00 free=0.30 epoch=6
+	// t= 80s no_signal  premium=1.00 free=0.30 epoch=6
+	// t= 90s no_signal  premium=1.00 free=0.40 epoch=7
+	// t=100s no_signal  premium=1.00 free=0.50 epoch=8
+}

@@ -1,0 +1,288 @@
+package controller
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Signal is one health reading as the law needs it. The wiring layer adapts
+// the signals package's readings to it.
+type Signal struct {
+	Name   string    // e.g. "latency_p99", "error_ratio"
+	Value  float64   // the measurement; +Inf counts as above any target
+	Target float64   // overloaded above it; must be finite and positive
+	Valid  bool      // false when the source could not produce a value
+	At     time.Time // when it was measured; zero means "now"
+}
+
+// Input is everything the law reads in one step.
+type Input struct {
+	Signals []Signal
+}
+
+// Action is what a step did to one tier.
+type Action int
+
+// The actions of a step. The zero value is ActionHold.
+const (
+	ActionHold     Action = iota // multiplier unchanged
+	ActionDecrease               // cut by β (overloaded)
+	ActionIncrease               // raised by α (healthy)
+	ActionRecover                // raised by α after HoldTimeout without signal
+)
+
+var actionNames = [...]string{"hold", "decrease", "increase", "recover"}
+
+// allActions lists every action, in declaration order.
+var allActions = []Action{ActionHold, ActionDecrease, ActionIncrease, ActionRecover}
+
+func (a Action) String() string {
+	if a < 0 || int(a) >= len(actionNames) {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return actionNames[a]
+}
+
+// Condition is the law's reading of the signals in one step.
+type Condition int
+
+// The conditions. The zero value is ConditionNoSignal.
+const (
+	ConditionNoSignal   Condition = iota // no usable signal
+	ConditionOverloaded                  // some signal above its target
+	ConditionBand                        // within the hysteresis band
+	ConditionHealthy                     // all below target × (1 − headroom)
+)
+
+var conditionNames = [...]string{"no_signal", "overloaded", "band", "healthy"}
+
+func (c Condition) String() string {
+	if c < 0 || int(c) >= len(conditionNames) {
+		return fmt.Sprintf("Condition(%d)", int(c))
+	}
+	return conditionNames[c]
+}
+
+// TierState is one tier's part of the [State].
+type TierState struct {
+	Name         string
+	Multiplier   float64
+	LastAction   Action
+	LastDecrease time.Time // zero until the first decrease
+}
+
+// State is what the law carries from one step to the next. Step never
+// modifies the State it is given.
+type State struct {
+	// Tiers in priority order, most important first.
+	Tiers []TierState
+	// Epoch is incremented by every step that changes any multiplier.
+	Epoch uint64
+	// LastValid is when a usable signal was last seen; the hold timeout
+	// counts from it. A zero LastValid is taken as the current step.
+	LastValid time.Time
+	// Condition is the reading of the last step.
+	Condition Condition
+	// At is the time of the last step.
+	At time.Time
+}
+
+// Multiplier returns the multiplier of the named tier.
+func (s State) Multiplier(tier string) (float64, bool) {
+	for _, t := range s.Tiers {
+		if t.Name == tier {
+			return t.Multiplier, true
+		}
+	}
+	return 0, false
+}
+
+// String formats the multipliers in priority order and the epoch, e.g.
+// "premium=1.00 free=0.50 epoch=1".
+func (s State) String() string {
+	var b strings.Builder
+	for _, t := range s.Tiers {
+		fmt.Fprintf(&b, "%s=%.2f ", t.Name, t.Multiplier)
+	}
+	fmt.Fprintf(&b, "epoch=%d", s.Epoch)
+	return b.String()
+}
+
+// Law is the validated control law. It is immutable and safe for
+// concurrent use.
+type Law struct {
+	s     Settings // defaulted
+	tiers []Tier   // in priority order, most important first
+}
+
+// NewLaw validates s and returns the law it describes.
+func NewLaw(s Settings) (*Law, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	d := s.withDefaults()
+	tiers := slices.Clone(d.Tiers)
+	slices.SortFunc(tiers, func(a, b Tier) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), strings.Compare(a.Name, b.Name))
+	})
+	return &Law{s: d, tiers: tiers}, nil
+}
+
+// Settings returns the settings with defaults applied.
+func (l *Law) Settings() Settings {
+	s := l.s
+	s.Tiers = slices.Clone(s.Tiers)
+	return s
+}
+
+// Init returns the starting state: every tier at its ceiling, the hold
+// clock starting at now.
+func (l *Law) Init(now time.Time) State {
+	return l.normalize(State{LastValid: now, At: now}, now)
+}
+
+// Step runs the law once: it reads in at now and returns the next state.
+func (l *Law) Step(st State, in Input, now time.Time) State {
+	next := l.normalize(st, now)
+	next.At = now
+	next.Condition = l.assess(in, now)
+	if next.Condition != ConditionNoSignal {
+		next.LastValid = now
+	}
+	changed := false
+	switch next.Condition {
+	case ConditionOverloaded:
+		changed = l.decrease(&next, now)
+	case ConditionHealthy:
+		changed = l.increase(&next, ActionIncrease)
+	case ConditionNoSignal:
+		if now.Sub(next.LastValid) >= l.s.HoldTimeout {
+			changed = l.increase(&next, ActionRecover)
+		}
+	}
+	if changed {
+		next.Epoch++
+	}
+	return next
+}
+
+// normalize copies st onto the law's tiers, in priority order: unknown
+// tiers are dropped, missing ones start at their ceiling, multipliers are
+// clamped into [floor, ceiling] (NaN becomes the ceiling) and every
+// action is reset to hold.
+func (l *Law) normalize(st State, now time.Time) State {
+	next := st
+	next.Tiers = make([]TierState, len(l.tiers))
+	for i, t := range l.tiers {
+		ts := TierState{Name: t.Name, Multiplier: t.Ceiling}
+		for _, old := range st.Tiers {
+			if old.Name == t.Name {
+				ts.LastDecrease = old.LastDecrease
+				ts.Multiplier = clamp(old.Multiplier, t)
+				break
+			}
+		}
+		next.Tiers[i] = ts
+	}
+	if next.LastValid.IsZero() {
+		next.LastValid = now
+	}
+	return next
+}
+
+// snap is how close to a bound a multiplier may come before it is put on
+// it, so that rounding (0.5 + 5 × 0.1 = 0.9999999999999999) never costs a
+// step.
+const snap = 1e-9
+
+func clamp(m float64, t Tier) float64 {
+	if math.IsNaN(m) {
+		return t.Ceiling
+	}
+	return math.Max(t.Floor, math.Min(t.Ceiling, m))
+}
+
+// Usable reports whether the law takes s into account at now: Valid, a
+// value that is not NaN or −Inf, a finite positive target, and not older
+// than StaleAfter.
+func (l *Law) Usable(s Signal, now time.Time) bool {
+	switch {
+	case !s.Valid, math.IsNaN(s.Value), math.IsInf(s.Value, -1):
+		return false
+	case math.IsNaN(s.Target), math.IsInf(s.Target, 0), s.Target <= 0:
+		return false
+	case !s.At.IsZero() && now.Sub(s.At) > l.s.StaleAfter:
+		return false
+	}
+	return true
+}
+
+// assess reads the usable signals.
+func (l *Law) assess(in Input, now time.Time) Condition {
+	usable, over, healthy := false, false, true
+	for _, s := range in.Signals {
+		if !l.Usable(s, now) {
+			continue
+		}
+		usable = true
+		if s.Value > s.Target {
+			over = true
+		}
+		if !(s.Value < s.Target*(1-l.s.Headroom)) {
+			healthy = false
+		}
+	}
+	switch {
+	case !usable:
+		return ConditionNoSignal
+	case over:
+		return ConditionOverloaded
+	case healthy:
+		return ConditionHealthy
+	}
+	return ConditionBand
+}
+
+// decrease cuts the least important tier above its floor, unless a cut
+// happened less than Cooldown ago. It reports whether it cut.
+func (l *Law) decrease(st *State, now time.Time) bool {
+	for _, ts := range st.Tiers {
+		if !ts.LastDecrease.IsZero() && now.Sub(ts.LastDecrease) < l.s.Cooldown {
+			return false
+		}
+	}
+	for i := len(st.Tiers) - 1; i >= 0; i-- {
+		t, ts := l.tiers[i], &st.Tiers[i]
+		if ts.Multiplier > t.Floor {
+			ts.Multiplier = ts.Multiplier * t.Beta
+			if ts.Multiplier < t.Floor+snap {
+				ts.Multiplier = t.Floor
+			}
+			ts.LastAction = ActionDecrease
+			ts.LastDecrease = now
+			return true
+		}
+	}
+	return false
+}
+
+// increase raises the most important tier below its ceiling by its α and
+// marks it with action. It reports whether it raised one.
+func (l *Law) increase(st *State, action Action) bool {
+	for i := range st.Tiers {
+		t, ts := l.tiers[i], &st.Tiers[i]
+		if ts.Multiplier < t.Ceiling {
+			ts.Multiplier += t.Alpha
+			if ts.Multiplier > t.Ceiling-snap {
+				ts.Multiplier = t.Ceiling
+			}
+			ts.LastAction = action
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrInvalidSettings is wrapped by every error [Settings.Validate] returns.
+var ErrInvalidSettings = errors.New("controller: invalid settings")
+
+// Defaults used for zero-valued fields of [Settings] and [Tier]. They are
+// applied in one place, Settings.withDefaults.
+const (
+	DefaultPeriod      = 5 * time.Second
+	DefaultJitter      = 0.1
+	DefaultHeadroom    = 0.1
+	DefaultHoldTimeout = 30 * time.Second
+	DefaultAlpha       = 0.1
+	DefaultBeta        = 0.5
+	DefaultFloor       = 0.05
+	DefaultCeiling     = 1.0
+)
+
+// Tier is the control configuration of one tier. Zero values mean the
+// defaults above.
+type Tier struct {
+	// Name identifies the tier (label value, publish key). Required, unique.
+	Name string
+	// Priority orders the tiers: 0 is the most important, larger values
+	// are shed first. Ties are broken by Name (earlier name = more
+	// important). Must not be negative.
+	Priority int
+	// Alpha is the additive increase per healthy step, in (0, 1].
+	// 0 means DefaultAlpha.
+	Alpha float64
+	// Beta is the multiplicative decrease per overloaded step, in (0, 1).
+	// 0 means DefaultBeta.
+	Beta float64
+	// Floor is the lowest multiplier, in (0, Ceiling]. 0 means
+	// min(DefaultFloor, Ceiling). A multiplicative decrease never reaches
+	// 0, so "shed almost all" is a small positive floor.
+	Floor float64
+	// Ceiling is the highest multiplier, in (0, 1]; above 1 the admission
+	// bucket would outrun the quota bucket it sits beside. 0 means 1.
+	Ceiling float64
+}
+
+// Settings configure the law and the loop. The zero value of every field
+// except Tiers means a sensible default.
+type Settings struct {
+	// Tiers to control; at least one.
+	Tiers []Tier
+	// Headroom is the hysteresis band, a fraction in (0, 1): the service
+	// is healthy only when every signal is below target × (1 − Headroom).
+	// 0 means DefaultHeadroom.
+	Headroom float64
+	// Cooldown is the least time between two decreases (of any tiers).
+	// 0 means two periods less the jitter, 2 × Period × (1 − Jitter), so
+	// that two jittered ticks always pass it.
+	Cooldown time.Duration
+	// HoldTimeout is how long the law holds without a usable signal before
+	// it starts to recover towards the ceilings. 0 means DefaultHoldTimeout.
+	HoldTimeout time.Duration
+	// StaleAfter: a signal whose At is older than this is unusable. A zero
+	// At is taken as fresh. 0 means three periods.
+	StaleAfter time.Duration
+	// Period between two ticks of the loop. 0 means DefaultPeriod. It also
+	// bounds each tick's calls and the final lease release.
+	Period time.Duration
+	// Jitter spreads ticks uniformly over Period × (1 ± Jitter), in (0,
+	// 0.5]. 0 means DefaultJitter.
+	Jitter float64
+}
+
+// withDefaults returns s with every zero field replaced by its default.
+func (s Settings) withDefaults() Settings {
+	if s.Period == 0 {
+		s.Period = DefaultPeriod
+	}
+	if s.Jitter == 0 {
+		s.Jitter = DefaultJitter
+	}
+	if s.Headroom == 0 {
+		s.Headroom = DefaultHeadroom
+	}
+	if s.HoldTimeout == 0 {
+		s.HoldTimeout = DefaultHoldTimeout
+	}
+	if s.StaleAfter == 0 {
+		s.StaleAfter = 3 * s.Period
+	}
+	if s.Cooldown == 0 && s.Period > 0 && s.Jitter > 0 && s.Jitter < 1 {
+		s.Cooldown = time.Duration(float64(2*s.Period) * (1 - s.Jitter))
+	}
+	tiers := make([]Tier, len(s.Tiers))
+	for i, t := range s.Tiers {
+		tiers[i] = t.withDefaults()
+	}
+	s.Tiers = tiers
+	return s
+}
+
+func (t Tier) withDefaults() Tier {
+	if t.Alpha == 0 {
+		t.Alpha = DefaultAlpha
+	}
+	if t.Beta == 0 {
+		t.Beta = DefaultBeta
+	}
+	if t.Ceiling == 0 {
+		t.Ceiling = DefaultCeiling
+	}
+	if t.Floor == 0 {
+		t.Floor = DefaultFloor
+		if t.Ceiling > 0 {
+			t.Floor = math.Min(DefaultFloor, t.Ceiling)
+		}
+	}
+	return t
+}
+
+// Validate reports every invalid field, each error naming the field and
+// wrapping [ErrInvalidSettings]. Zero values are valid (they mean the
+// defaults); negative, NaN and infinite values are not.
+func (s Settings) Validate() error {
+	d := s.withDefaults()
+	var errs []error
+	if d.Period <= 0 {
+		errs = append(errs, invalid("period", s.Period, "must be positive"))
+	}
+	if !(d.Jitter > 0 && d.Jitter <= 0.5) {
+		errs = append(errs, invalid("jitter", s.Jitter, "must be in (0, 0.5]"))
+	}
+	if !(d.Headroom > 0 && d.Headroom < 1) {
+		errs = append(errs, invalid("headroom", s.Headroom, "must be in (0, 1)"))
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"cooldown", s.Cooldown}, {"hold_timeout", s.HoldTimeout}, {"stale_after", s.StaleAfter}} {
+		if f.v < 0 { // 0 is a default derived from period and jitter, checked above
+			errs = append(errs, invalid(f.name, f.v, "must not be negative"))
+		}
+	}
+	if len(d.Tiers) == 0 {
+		errs = append(errs, invalid("tiers", "[]", "at least one tier is required"))
+	}
+	seen := make(map[string]int, len(d.Tiers))
+	for i, t := range d.Tiers {
+		field := fmt.Sprintf("tiers[%d]", i)
+		if t.Name == "" {
+			errs = append(errs, invalid(field+".name", `""`, "must not be empty"))
+		} else if j, dup := seen[t.Name]; dup {
+			errs = append(errs, invalid(field+".name", t.Name, fmt.Sprintf("duplicates tiers[%d]", j)))
+		} else {
+			seen[t.Name] = i
+		}
+		errs = append(errs, t.validate(field)...)
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks one defaulted tier; field is its path, e.g. "tiers[2]".
+func (t Tier) validate(field string) []error {
+	var errs []error
+	if t.Priority < 0 {
+		errs = append(errs, invalid(field+".priority", t.Priority, "must not be negative"))
+	}
+	if !(t.Alpha > 0 && t.Alpha <= 1) {
+		errs = append(errs, invalid(field+".alpha", t.Alpha, "must be in (0, 1]"))
+	}
+	if !(t.Beta > 0 && t.Beta < 1) {
+		errs = append(errs, invalid(field+".beta", t.Beta, "must be in (0, 1)"))
+	}
+	if !(t.Ceiling > 0 && t.Ceiling <= 1) {
+		errs = append(errs, invalid(field+".ceiling", t.Ceiling, "must be in (0, 1]"))
+	}
+	if !(t.Floor > 0 && t.Floor <= t.Ceiling) {
+		errs = append(errs, invalid(field+".floor", t.Floor, fmt.Sprintf("must be in (0, ceiling %v]", t.Ceiling)))
+	}
+	return errs
+}
+
+// invalid formats one validation error: "controller: invalid settings:
+// tiers[1].beta = 1.5: must be in (0, 1)".
+func invalid(field string, v any, want string) error {
+	return fmt.Errorf("%w: %s = %v: %s", ErrInvalidSettings, field, v, want)
+}

@@ -1,0 +1,53 @@
+package signals
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics counts reads by source, signal and result (a Reason).
+type metrics struct {
+	source string
+	reads  *prometheus.CounterVec // nil: not exported
+}
+
+// newMetrics registers throttled_signals_reads_total on reg (nothing when
+// reg is nil). A second source on the same registry shares the counter.
+func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
+	m := &metrics{source: source}
+	if reg == nil {
+		return m, nil
+	}
+	cv := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "throttled_signals_reads_total",
+		Help: "Signal reads by source, signal and result (ok or why the value is invalid).",
+	}, []string{"source", "signal", "result"})
+	if err := reg.Register(cv); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, errors.Join(errors.New("signals: register metrics"), err)
+		}
+		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
+		if !ok {
+			return nil, errors.Join(errors.New("signals: register metrics"), err)
+		}
+		cv = existing
+	}
+	m.reads = cv
+	return m, nil
+}
+
+// observe counts one read of every configured signal.
+func (m *metrics) observe(s Signals) {
+	if m.reads == nil {
+		return
+	}
+	for _, k := range Kinds() {
+		v := s.Get(k)
+		if v.Reason == Disabled {
+			continue
+		}
+		m.reads.WithLabelValues(m.source, k.String(), v.Reason.String()).Inc()
+	}
+}
