@@ -1,0 +1,45 @@
+// Package bulkhead isolates load: concurrency bulkheads per tier or route,
+// and circuit breakers (sony/gobreaker v2) around the store and upstreams.
+//
+// # Bulkheads
+//
+// A Bulkhead lets at most Limit calls hold a permit at once. A caller that
+// finds it full waits in a short FIFO queue (Settings.MaxQueue places, at most
+// Settings.MaxWait, honouring its context) or, without a queue, is refused at
+// once. A refusal is ErrFull: answer 503 with reason "bulkhead" and a
+// Retry-After of Bulkhead.RetryAfter, rounded up to whole seconds.
+//
+//	p, err := b.Acquire(ctx)
+//	if errors.Is(err, bulkhead.ErrFull) { /* 503, Retry-After: b.RetryAfter() */ }
+//	if err != nil { return err } // ctx ended
+//	defer p.Release()
+//
+// Resize changes the limit at run time. Growing admits queued callers at
+// once; shrinking takes nothing from current holders and admits no one until
+// fewer than the new limit are held. A Permit releases at most once, however
+// often Release is called, so permits never leak nor multiply. Taking and
+// releasing a permit allocates nothing (see the benchmarks). Callers arriving
+// while others queue join the queue; TryAcquire alone may overtake them.
+//
+// A Set holds bulkheads by name, created on first use.
+//
+// # Breakers
+//
+// A Breaker wraps calls to one dependency. Closed, it counts failures: errors,
+// and calls still running at Deadline (each call runs under
+// context.WithTimeout, default 50 ms, so a slow store cannot stall requests).
+// ConsecutiveFailures in a row open it; open, every call gets ErrOpen at once
+// (answer 503 or take the fallback path). After OpenTimeout it turns
+// half-open and lets HalfOpenMaxRequests probes through: if they all succeed
+// it closes, if one fails it opens again. BreakerSet holds breakers by name
+// and gives a reverse proxy an http.RoundTripper with one breaker per route,
+// tripping on 5xx and timeouts.
+//
+// # Metrics
+//
+// NewMetrics(reg) registers, once per registry (a second call shares them):
+//
+//	throttled_breaker_state{name}            gauge: 0 closed, 1 half-open, 2 open
+//	throttled_bulkhead_inflight{name}        gauge: permits held now
+//	throttled_bulkhead_rejected_total{name}  counter: ErrFull refusals
+package bulkhead
