@@ -84,6 +84,43 @@ type Rule struct {
 	Limit     int64     // tokens per Period, > 0
 	Period    time.Duration
 	Burst     int64 // bucket capacity; 0 means Limit. Ignored by window algorithms.
+	// Fallback says how to decide when the shared store fails. Stores
+	// ignore it; the Fallback store applies it.
+	Fallback FallbackPolicy
+}
+
+// FallbackPolicy says how a rule decides while the shared store is failing.
+// The zero value is FallbackLocal.
+type FallbackPolicy uint8
+
+// Fallback policies.
+const (
+	FallbackLocal FallbackPolicy = iota // in-memory limiter with this instance's share of the quota
+	FallbackAllow                       // fail open
+	FallbackDeny                        // fail closed
+	numFallbacks
+)
+
+var fallbackNames = [numFallbacks]string{"local", "allow", "deny"}
+
+func (f FallbackPolicy) String() string {
+	if f < numFallbacks {
+		return fallbackNames[f]
+	}
+	return fmt.Sprintf("FallbackPolicy(%d)", uint8(f))
+}
+
+// ParseFallbackPolicy reads a policy name; "" means local.
+func ParseFallbackPolicy(s string) (FallbackPolicy, error) {
+	if s == "" {
+		return FallbackLocal, nil
+	}
+	for i, n := range fallbackNames {
+		if n == s {
+			return FallbackPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("limiter: unknown fallback policy %q (want local, allow or deny)", s)
 }
 
 // capacity is the most one key can spend at once.
@@ -105,6 +142,8 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: rule %q: limit %d must be in 1..1e12", ErrInvalid, r.Name, r.Limit)
 	case r.Period < time.Millisecond || r.Period > maxPeriod:
 		return fmt.Errorf("%w: rule %q: period %v must be in 1ms..366d", ErrInvalid, r.Name, r.Period)
+	case r.Fallback >= numFallbacks:
+		return fmt.Errorf("%w: rule %q: fallback policy %d unknown", ErrInvalid, r.Name, r.Fallback)
 	case r.Burst < 0 || r.Burst > 1e12:
 		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
 	}
