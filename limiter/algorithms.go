@@ -17,6 +17,7 @@ const eps = 1e-9
 // params is a request reduced to numbers.
 type params struct {
 	limit, period, burst, cost, m float64 // period in µs
+	refund                        bool    // give cost back instead of spending it
 }
 
 func paramsOf(r *Request) params {
@@ -26,6 +27,7 @@ func paramsOf(r *Request) params {
 		burst:  float64(r.Rule.capacity()),
 		cost:   float64(r.Cost),
 		m:      r.Multiplier,
+		refund: r.Refund,
 	}
 }
 
@@ -87,6 +89,8 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	}
 	var v verdict
 	switch {
+	case p.refund:
+		q, a = math.Min(p.burst, q+p.cost), math.Min(capa, a+p.cost)
 	case q < p.cost:
 		v.reason, v.retry = OverQuota, (p.cost-q)/rate
 	case a < p.cost:
@@ -118,6 +122,8 @@ func gcra(s *state, now float64, p params) verdict {
 	na := tqa + ta*p.cost
 	var v verdict
 	switch {
+	case p.refund:
+		tq, tqa = math.Max(now, tq-t*p.cost), math.Max(now, tqa-ta*p.cost)
 	case nq-now > tol:
 		v.reason, v.retry = OverQuota, nq-now-tol
 	case na-now > tola:
@@ -147,6 +153,8 @@ func leakyBucket(s *state, now float64, p params) verdict {
 	}
 	var v verdict
 	switch {
+	case p.refund:
+		lq, la = math.Max(0, lq-p.cost), math.Max(0, la-p.cost)
 	case lq+p.cost > p.burst:
 		v.reason, v.retry = OverQuota, (lq+p.cost-p.burst)/rate
 	case la+p.cost > capa:
@@ -170,6 +178,8 @@ func fixedWindow(s *state, now float64, p params) verdict {
 	end := ws + p.period - now
 	var v verdict
 	switch {
+	case p.refund:
+		s.q = math.Max(0, s.q-p.cost)
 	case s.q+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, end
 	case s.q+p.cost > al:

@@ -78,8 +78,9 @@ type step struct {
 	at   time.Duration // offset from t0
 	key  string        // default "k"
 	cost int64
-	m    float64
-	want limiter.Decision // Allowed is derived from Reason
+	m      float64
+	refund bool
+	want   limiter.Decision // Allowed is derived from Reason
 }
 
 func d(reason limiter.Reason, limit, remaining int64, reset, retry time.Duration) limiter.Decision {
@@ -147,6 +148,17 @@ var scenarios = []struct {
 		{at: 1500 * ms, m: 0.5, want: d(shed, 10, 0, 1500*ms, 200*ms)},
 		{at: 3500 * ms, want: d(ok, 10, 9, 1500*ms, 0)},
 	}},
+	{"token bucket: refund", limiter.Rule{Limit: 10, Period: time.Second, Burst: 5}, []step{
+		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},
+		{at: 0, cost: 2, refund: true, want: d(ok, 10, 2, 300*ms, 0)},
+		{at: 0, cost: 2, want: d(ok, 10, 0, 500*ms, 0)},
+		{at: 0, want: d(over, 10, 0, 500*ms, 100*ms)},
+	}},
+	{"sliding window log: refund", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 3, Period: time.Second}, []step{
+		{at: 0, cost: 3, want: d(ok, 3, 0, 1000*ms, 0)},
+		{at: 100 * ms, refund: true, want: d(ok, 3, 1, 900*ms, 0)},
+		{at: 100 * ms, want: d(ok, 3, 0, 1000*ms, 0)},
+	}},
 	{"sliding window log", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 3, Period: time.Second}, []step{
 		{at: 0, want: d(ok, 3, 2, 1000*ms, 0)},
 		{at: 100 * ms, cost: 2, want: d(ok, 3, 0, 1000*ms, 0)},
@@ -169,7 +181,7 @@ func TestConformance(t *testing.T) {
 					if key == "" {
 						key = "k"
 					}
-					req := limiter.Request{Key: key, Rule: sc.rule, Cost: st.cost, Multiplier: st.m}
+					req := limiter.Request{Key: key, Rule: sc.rule, Cost: st.cost, Multiplier: st.m, Refund: st.refund}
 					got, err := s.Decide(context.Background(), req)
 					if err != nil {
 						t.Fatalf("step %d (t0+%v): %v", i, st.at, err)

@@ -159,6 +159,9 @@ type Request struct {
 	// healthy, in (0, ∞). 0 means 1.
 	Multiplier float64
 	Tier       string // for metrics only
+	// Refund gives Cost back to the key instead of spending it: used when a
+	// later rule refuses a request that earlier rules admitted.
+	Refund bool
 }
 
 // normalize fills defaults and validates r.

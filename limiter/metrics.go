@@ -130,6 +130,8 @@ func (i *instrumented) Decide(ctx context.Context, req Request) (Decision, error
 		i.m.CountError(err)
 		return d, err
 	}
-	i.m.CountDecision(req.Tier, req.Rule.Name, d)
+	if !req.Refund {
+		i.m.CountDecision(req.Tier, req.Rule.Name, d)
+	}
 	return d, nil
 }

@@ -128,7 +128,7 @@ func TestMemoryMatchesRedisRandom(t *testing.T) {
 				now = now.Add(time.Duration(rng.Intn(60_000)) * time.Microsecond)
 				clock.Set(now)
 				req := limiter.Request{Key: "k", Rule: rule, Cost: 1 + rng.Int63n(3),
-					Multiplier: []float64{1, 0.9, 0.5, 0.25, 0.05}[rng.Intn(5)]}
+					Multiplier: []float64{1, 0.9, 0.5, 0.25, 0.05}[rng.Intn(5)], Refund: rng.Intn(8) == 0}
 				a, err1 := mem.Decide(context.Background(), req)
 				b, err2 := red.Decide(context.Background(), req)
 				if err1 != nil || err2 != nil {

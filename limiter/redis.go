@@ -41,7 +41,7 @@ func (r *Redis) Decide(ctx context.Context, req Request) (Decision, error) {
 	alg := req.Rule.Algorithm
 	res, err := scripts[alg].Run(ctx, r.c, []string{r.Key(alg, req.Key)},
 		now, req.Rule.Limit, int64(req.Rule.Period/time.Microsecond),
-		req.Rule.capacity(), req.Cost, req.Multiplier).Result()
+		req.Rule.capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]).Result()
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: redis %s: %w", alg, err)
 	}
@@ -50,6 +50,15 @@ func (r *Redis) Decide(ctx context.Context, req Request) (Decision, error) {
 		return Decision{}, err
 	}
 	return decisionOf(&req, v), nil
+}
+
+var refundArg = [2]string{"", "1"}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // decodeReply checks and reads a script reply {reason, remaining, reset_us,

@@ -4,7 +4,8 @@ import "github.com/redis/go-redis/v9"
 
 // Each script decides for KEYS[1] with
 //
-//	ARGV = now_us ("" = read Redis TIME), limit, period_us, capacity, cost, multiplier
+//	ARGV = now_us ("" = read Redis TIME), limit, period_us, capacity, cost, multiplier,
+//	       refund ("1": give cost back, as after a refusal by a later rule)
 //
 // and replies {reason, remaining, reset_us, retry_us} (all integers). They
 // mirror algorithms.go operation by operation. Floats are stored with
@@ -19,6 +20,7 @@ else
 end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
+local refund = ARGV[7] == '1'
 local eps = 1e-9
 local function f(x) return string.format('%.17g', x) end
 local function finish(reason, remaining, reset, retry, ttl)
@@ -41,7 +43,8 @@ q = math.min(burst, q + el * rate)
 a = math.min(capa, a + el * arate)
 if m >= 1 then a = q end
 local reason, retry = 0, 0
-if q < cost then reason, retry = 1, (cost - q) / rate
+if refund then q, a = math.min(burst, q + cost), math.min(capa, a + cost)
+elseif q < cost then reason, retry = 1, (cost - q) / rate
 elseif a < cost then reason, retry = 2, (cost - a) / arate
 else q, a = q - cost, a - cost end
 local remaining = math.floor(math.min(q, a) + eps)
@@ -62,7 +65,8 @@ local tq, tqa = math.max(sq, now), math.max(sa, now)
 if m >= 1 then tqa = tq end
 local nq, na = tq + t * cost, tqa + ta * cost
 local reason, retry = 0, 0
-if nq - now > tol then reason, retry = 1, nq - now - tol
+if refund then tq, tqa = math.max(now, tq - t * cost), math.max(now, tqa - ta * cost)
+elseif nq - now > tol then reason, retry = 1, nq - now - tol
 elseif na - now > tola then reason, retry = 2, na - now - tola
 else tq, tqa = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps))
@@ -82,7 +86,8 @@ lq = math.max(0, lq - el * rate)
 la = math.max(0, la - el * arate)
 if m >= 1 then la = lq end
 local reason, retry = 0, 0
-if lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
+if refund then lq, la = math.max(0, lq - cost), math.max(0, la - cost)
+elseif lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
 elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
 else lq, la = lq + cost, la + cost end
 local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
@@ -99,7 +104,8 @@ if q == nil or ts ~= ws then q = 0 end
 local al = admission_limit()
 local left = ws + period - now
 local reason = 0
-if q + cost > limit then reason = 1
+if refund then q = math.max(0, q - cost)
+elseif q + cost > limit then reason = 1
 elseif q + cost > al then reason = 2
 else q = q + cost end
 local retry = 0
@@ -127,7 +133,8 @@ local function retry_for(lim)
   return math.max(0, at - now)
 end
 local reason, retry = 0, 0
-if est + cost > limit then reason, retry = 1, retry_for(limit)
+if refund then q = math.max(0, q - cost); est = a * w + q
+elseif est + cost > limit then reason, retry = 1, retry_for(limit)
 elseif est + cost > al then reason, retry = 2, retry_for(al)
 else q = q + cost; est = est + cost end
 local remaining = math.max(0, math.floor(math.min(limit, al) - est + eps))
@@ -147,7 +154,10 @@ local function score_at(i)
   return tonumber(r[2])
 end
 local reason, retry = 0, 0
-if n + cost > limit then reason, retry = 1, score_at(n + cost - limit - 1) + period - now
+if refund then
+  redis.call('ZPOPMAX', KEYS[1], cost)
+  n = redis.call('ZCARD', KEYS[1])
+elseif n + cost > limit then reason, retry = 1, score_at(n + cost - limit - 1) + period - now
 elseif n + cost > al then reason, retry = 2, score_at(n + cost - al - 1) + period - now
 else
   local batch = {}

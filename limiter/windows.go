@@ -18,6 +18,9 @@ func slidingCounter(s *state, now float64, p params) verdict {
 	al := admissionLimit(p)
 	var v verdict
 	switch {
+	case p.refund:
+		s.q = math.Max(0, s.q-p.cost)
+		est = s.a*w + s.q
 	case est+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, counterRetry(s, now, p, p.limit)
 	case est+p.cost > al:
@@ -64,6 +67,9 @@ func slidingLog(s *state, now float64, p params) verdict {
 	al := admissionLimit(p)
 	var v verdict
 	switch {
+	case p.refund:
+		s.log = s.log[:max(0, len(s.log)-int(p.cost))]
+		n = float64(len(s.log))
 	case n+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, s.log[int(n+p.cost-p.limit)-1]+p.period-now
 	case n+p.cost > al:
