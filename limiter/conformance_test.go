@@ -75,9 +75,9 @@ func redisStore(c redis.UniversalClient, t *testing.T, clock func() time.Time) l
 }
 
 type step struct {
-	at   time.Duration // offset from t0
-	key  string        // default "k"
-	cost int64
+	at     time.Duration // offset from t0
+	key    string        // default "k"
+	cost   int64
 	m      float64
 	refund bool
 	want   limiter.Decision // Allowed is derived from Reason

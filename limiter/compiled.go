@@ -1,0 +1,170 @@
+package limiter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// compiled is a validated Policy prepared for the hot path. It is never
+// changed after it is made: a new policy makes a new compiled.
+type compiled struct {
+	rules     []compiledRule
+	tiers     map[string]*Tier
+	def, anon *Tier
+}
+
+type compiledRule struct {
+	HTTPRule
+	segments []string // path pattern split on "/"
+	methods  map[string]bool
+	keys     []keySource
+	own      *Rule // the rule's own quota, or nil: the tier's
+}
+
+type keySource struct {
+	kind   string // ip, api_key, jwt, client, route, header
+	header string // canonical header name for kind "header"
+}
+
+func compile(p *Policy) (*compiled, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	c := &compiled{tiers: make(map[string]*Tier, len(p.Tiers))}
+	for i := range p.Tiers {
+		t := p.Tiers[i]
+		c.tiers[t.Name] = &t
+		if c.def == nil || t.Priority > c.def.Priority {
+			c.def = c.tiers[t.Name]
+		}
+	}
+	if p.DefaultTier != "" {
+		c.def = c.tiers[p.DefaultTier]
+	}
+	c.anon = c.def
+	if p.AnonymousTier != "" {
+		c.anon = c.tiers[p.AnonymousTier]
+	}
+	for _, r := range p.Rules {
+		cr := compiledRule{HTTPRule: r, segments: splitPath(r.Path)}
+		if len(r.Methods) > 0 {
+			cr.methods = make(map[string]bool, len(r.Methods))
+			for _, m := range r.Methods {
+				cr.methods[m] = true
+			}
+		}
+		for _, k := range r.Keys {
+			ks := keySource{kind: k}
+			if name, ok := strings.CutPrefix(k, "header:"); ok {
+				ks = keySource{kind: "header", header: textproto.CanonicalMIMEHeaderKey(name)}
+			}
+			cr.keys = append(cr.keys, ks)
+		}
+		if r.Limit != 0 {
+			cr.own = &Rule{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst, Fallback: r.Fallback}
+		}
+		c.rules = append(c.rules, cr)
+	}
+	return c, nil
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// matches reports whether the rule applies to method and path. It does not
+// allocate.
+func (r *compiledRule) matches(method, path string) bool {
+	if r.methods != nil && !r.methods[method] {
+		return false
+	}
+	rest := strings.TrimPrefix(path, "/")
+	for _, seg := range r.segments {
+		if seg == "*" {
+			return true
+		}
+		if rest == "" {
+			return false
+		}
+		cur, tail, _ := strings.Cut(rest, "/")
+		if seg[0] != ':' && seg != cur {
+			return false
+		}
+		rest = tail
+	}
+	return true
+}
+
+// rule is the limit the rule applies to a client of tier t.
+func (r *compiledRule) rule(t *Tier) Rule {
+	if r.own != nil {
+		return *r.own
+	}
+	return Rule{Name: r.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst, Fallback: r.Fallback}
+}
+
+// maxKeyLen bounds bucket keys: longer keys are replaced by their SHA-256,
+// so a client cannot make the store hold huge keys.
+const maxKeyLen = 128
+
+// key builds the bucket key "<rule>|<value>[|<value>…]", or reports that a
+// key source is absent from the request.
+func (r *compiledRule) key(id *Identity, req *http.Request) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(r.Name) + 48)
+	b.WriteString(r.Name)
+	for _, k := range r.keys {
+		v := k.value(id, req, r)
+		if v == "" {
+			return "", false
+		}
+		b.WriteByte('|')
+		b.WriteString(v)
+	}
+	if b.Len() > maxKeyLen {
+		sum := sha256.Sum256([]byte(b.String()))
+		return r.Name + "|sha256:" + hex.EncodeToString(sum[:]), true
+	}
+	return b.String(), true
+}
+
+func (k *keySource) value(id *Identity, req *http.Request, r *compiledRule) string {
+	switch k.kind {
+	case "ip":
+		return id.IP
+	case "api_key":
+		return id.APIKey
+	case "jwt":
+		return id.Subject
+	case "client":
+		return id.Client()
+	case "route":
+		return r.Path
+	case "header":
+		return req.Header.Get(k.header)
+	}
+	return ""
+}
+
+// tier finds the tier of an identity.
+func (c *compiled) tier(id *Identity, lookup TierLookup) *Tier {
+	client := id.Client()
+	if client == "" {
+		return c.anon
+	}
+	if lookup != nil {
+		if name, ok := lookup.TierOf(client); ok {
+			if t := c.tiers[name]; t != nil {
+				return t
+			}
+		}
+	}
+	return c.def
+}
