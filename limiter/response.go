@@ -28,33 +28,46 @@ var (
 )
 
 // WriteHeaders sets the rate-limit headers of res on h, for the most
-// restrictive rule, and Retry-After on a refusal.
+// restrictive rule, and Retry-After on a refusal. All values share one
+// string and one slice.
 func (res *Result) WriteHeaders(h http.Header) {
 	if !res.Limited {
 		return
 	}
 	d := &res.Decision
 	reset := ceilSeconds(d.ResetAfter)
-	var buf [96]byte
-	h[keyLimit] = []string{strconv.FormatInt(d.Limit, 10)}
-	h[keyRemaining] = []string{strconv.FormatInt(d.Remaining, 10)}
-	h[keyReset] = []string{strconv.FormatInt(res.at.Unix()+reset, 10)}
-	b := append(buf[:0], '"')
-	b = append(b, res.Rule...)
-	b = append(b, `";q=`...)
+	var ends [6]int
+	b := make([]byte, 0, 160+2*len(res.Rule))
 	b = strconv.AppendInt(b, d.Limit, 10)
-	b = append(b, ";w="...)
-	b = strconv.AppendInt(b, max(1, ceilSeconds(res.Period)), 10)
-	h[keyPolicy] = []string{string(b)}
-	b = append(buf[:0], '"')
-	b = append(b, res.Rule...)
-	b = append(b, `";r=`...)
+	ends[0] = len(b)
 	b = strconv.AppendInt(b, d.Remaining, 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, reset, 10)
-	h[keyRateLimit] = []string{string(b)}
+	ends[1] = len(b)
+	b = strconv.AppendInt(b, res.at.Unix()+reset, 10)
+	ends[2] = len(b)
+	b = append(append(append(b, '"'), res.Rule...), `";q=`...)
+	b = strconv.AppendInt(b, d.Limit, 10)
+	b = strconv.AppendInt(append(b, ";w="...), max(1, ceilSeconds(res.Period)), 10)
+	ends[3] = len(b)
+	b = append(append(append(b, '"'), res.Rule...), `";r=`...)
+	b = strconv.AppendInt(b, d.Remaining, 10)
+	b = strconv.AppendInt(append(b, ";t="...), reset, 10)
+	ends[4] = len(b)
+	n := 5
 	if !res.Allowed {
-		h[keyRetryAfter] = []string{strconv.FormatInt(res.RetryAfter, 10)}
+		b = strconv.AppendInt(b, res.RetryAfter, 10)
+		ends[5] = len(b)
+		n = 6
+	}
+	all := string(b)
+	vals := make([]string, n)
+	start := 0
+	for i := range n {
+		vals[i] = all[start:ends[i]]
+		start = ends[i]
+	}
+	keys := [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateLimit, keyRetryAfter}
+	for i := range n {
+		h[keys[i]] = vals[i : i+1 : i+1]
 	}
 }
 
