@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
@@ -11,7 +13,7 @@ import (
 // EnforcerSettings are an Enforcer's collaborators. Zero values mean the
 // defaults given on each field.
 type EnforcerSettings struct {
-	Identifier  Identifier       // nil: the socket's peer address only
+	Identifier  Identifier       // nil: NewIdentifier(IdentitySettings{})
 	Tiers       TierLookup       // nil: every client with a key gets the default tier
 	Multipliers MultiplierSource // nil: always 1
 	// Refusals counts refused clients (a top-K); nil: not counted.
@@ -33,7 +35,11 @@ type Enforcer struct {
 // NewEnforcer validates p and returns an Enforcer deciding through store.
 func NewEnforcer(store Store, p Policy, s EnforcerSettings) (*Enforcer, error) {
 	if s.Identifier == nil {
-		s.Identifier = socketIdentifier{}
+		id, err := NewIdentifier(IdentitySettings{})
+		if err != nil {
+			return nil, err
+		}
+		s.Identifier = id
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -176,15 +182,20 @@ func (e *Enforcer) refund(ctx context.Context, done []applied) {
 	}
 }
 
+// countRefusal counts a refused client for the top consumers. API keys are
+// secrets and metric labels are not: an API key is counted by a short
+// SHA-256 fingerprint, a JWT subject or an IP as itself.
 func (e *Enforcer) countRefusal(id *Identity) {
-	if e.set.Refusals == nil {
-		return
+	switch {
+	case e.set.Refusals == nil:
+	case id.APIKey != "":
+		sum := sha256.Sum256([]byte(id.APIKey))
+		e.set.Refusals.Add("key:"+hex.EncodeToString(sum[:6]), 1)
+	case id.Subject != "":
+		e.set.Refusals.Add("sub:"+id.Subject, 1)
+	default:
+		e.set.Refusals.Add("ip:"+id.IP, 1)
 	}
-	if c := id.Client(); c != "" {
-		e.set.Refusals.Add(c, 1)
-		return
-	}
-	e.set.Refusals.Add(id.IP, 1)
 }
 
 // note keeps d as the reported decision when it is the most restrictive so

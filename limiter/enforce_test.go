@@ -366,3 +366,28 @@ func TestPolicyValidation(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+type refusalCounter map[string]uint64
+
+func (r refusalCounter) Add(k string, n uint64) { r[k] += n }
+
+func TestRefusedClientsCountedWithoutSecrets(t *testing.T) {
+	counts := refusalCounter{}
+	e, err := limiter.NewEnforcer(limiter.NewMemory(), perKeyPolicy(), limiter.EnforcerSettings{
+		Identifier: apiKeyIdentifier{}, Refusals: counts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Middleware(okHandler())
+	for i := 0; i < 5; i++ {
+		get(t, h, "/", "X-API-Key", "sk_live_secret")
+	}
+	if len(counts) != 1 {
+		t.Fatalf("counts %v, want one client", counts)
+	}
+	for k, n := range counts {
+		if strings.Contains(k, "secret") || !strings.HasPrefix(k, "key:") || n != 2 {
+			t.Fatalf("counted %q ×%d: want a key: fingerprint ×2, never the key itself", k, n)
+		}
+	}
+}

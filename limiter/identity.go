@@ -128,21 +128,28 @@ func (r *IPResolver) ClientIP(remoteAddr string, xff []string) (netip.Addr, erro
 	return last, nil
 }
 
-// parseHop reads "ip", "ip:port", "[ipv6]" or "[ipv6]:port" without
-// allocating (except for a zone, which is then dropped).
+// parseHop reads "ip", "ip:port", "[ipv6]" or "[ipv6]:port". It picks the
+// parser by shape, so that well-formed input allocates nothing (a failed
+// netip parse allocates its error; a zone allocates and is then dropped).
 func parseHop(s string) (netip.Addr, bool) {
-	if a, err := netip.ParseAddr(s); err == nil {
-		return normalizeAddr(a), true
-	}
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return normalizeAddr(ap.Addr()), true
-	}
-	if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
-		if a, err := netip.ParseAddr(s[1 : len(s)-1]); err == nil && a.Is6() {
-			return normalizeAddr(a), true
+	var a netip.Addr
+	var err error
+	switch {
+	case len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']':
+		if a, err = netip.ParseAddr(s[1 : len(s)-1]); err == nil && !a.Is6() {
+			return netip.Addr{}, false
 		}
+	case strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1:
+		var ap netip.AddrPort
+		ap, err = netip.ParseAddrPort(s)
+		a = ap.Addr()
+	default:
+		a, err = netip.ParseAddr(s)
 	}
-	return netip.Addr{}, false
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return normalizeAddr(a), true
 }
 
 func normalizeAddr(a netip.Addr) netip.Addr {

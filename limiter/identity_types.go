@@ -1,9 +1,6 @@
 package limiter
 
-import (
-	"net"
-	"net/http"
-)
+import "net/http"
 
 // Identity is who a request comes from.
 type Identity struct {
@@ -35,15 +32,4 @@ type TierLookup interface {
 // healthy). It must be cheap: it is called on every decision.
 type MultiplierSource interface {
 	Multiplier(tier string) float64
-}
-
-// socketIdentifier identifies clients by the socket's peer address only.
-type socketIdentifier struct{}
-
-func (socketIdentifier) Identify(r *http.Request) Identity {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return Identity{IP: host}
 }
