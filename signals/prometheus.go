@@ -20,7 +20,10 @@ const (
 	// DefaultLatencyQuery is the p99 of http_request_duration_seconds over 1m.
 	DefaultLatencyQuery = `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[1m])))`
 	// DefaultErrorRatioQuery is the share of 5xx in http_requests_total over 1m.
-	DefaultErrorRatioQuery = `sum(rate(http_requests_total{code=~"5.."}[1m])) / sum(rate(http_requests_total[1m]))`
+	// A service that has never answered 5xx has no such series: "or
+	// vector(0)" makes its ratio 0 rather than an empty (invalid) result,
+	// while no traffic at all still leaves the denominator empty (invalid).
+	DefaultErrorRatioQuery = `(sum(rate(http_requests_total{code=~"5.."}[1m])) or vector(0)) / sum(rate(http_requests_total[1m]))`
 	// DefaultTimeout bounds each query.
 	DefaultTimeout = 2 * time.Second
 	// DefaultMaxAge is how far a sample's timestamp may be from now.
