@@ -3,6 +3,7 @@ module github.com/throttledhq/throttled
 go 1.26.8
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/labstack/echo/v4 v4.16.4
 	github.com/prometheus/client_golang v1.25.0

@@ -1,76 +1,117 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"log/slog"
+	"os"
 	"time"
-
-	"github.com/throttledhq/throttled/limiter"
 )
 
-// demo drives the in-memory limiter with a free and a premium client over
-// simulated seconds, with the service overloaded in the middle (multiplier
-// 0.5 for free), and prints what was decided.
+// demoFlags are the flags of `throttled demo`.
+type demoFlags struct {
+	duration      time.Duration
+	redisURL      string
+	prometheusURL string
+	refresh       time.Duration
+	plain         bool
+}
+
+// demo runs a simulated backend with limited capacity, a load generator
+// with free and premium clients that drives it into overload, and the real
+// enforcement (sidecar proxy) and controller in between, on embedded
+// defaults unless --redis-url / --prometheus-url name real parts.
 func demo(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(w)
-	seconds := fs.Int("seconds", 6, "simulated seconds")
+	var f demoFlags
+	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run")
+	fs.StringVar(&f.redisURL, "redis-url", "", "use this Redis instead of the in-memory store")
+	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus (it must scrape the demo's /metrics)")
+	fs.DurationVar(&f.refresh, "refresh", time.Second, "table refresh interval")
+	fs.BoolVar(&f.plain, "plain", false, "print rows instead of redrawing the table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *seconds < 1 || *seconds > 3600 {
-		return fmt.Errorf("demo: --seconds %d must be in 1..3600", *seconds)
+	if f.duration < 3*time.Second || f.duration > 24*time.Hour {
+		return fmt.Errorf("demo: --duration %v must be in 3s..24h", f.duration)
 	}
-	start := time.Now()
-	s := limiter.NewMemory()
-	tiers := []struct {
-		name string
-		rule limiter.Rule
-		rps  int
-	}{
-		{"free", limiter.Rule{Name: "per-key", Limit: 10, Period: time.Second, Burst: 10}, 20},
-		{"premium", limiter.Rule{Name: "per-key", Limit: 100, Period: time.Second, Burst: 100}, 60},
+	if f.refresh < 100*time.Millisecond {
+		return errors.New("demo: --refresh must be at least 100ms")
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "second\ttier\tmultiplier\toffered\tallowed\t429\t503\t")
-	for sec := 0; sec < *seconds; sec++ {
-		overloaded := sec >= *seconds/3 && sec < 2**seconds/3
-		for _, t := range tiers {
-			m := 1.0
-			if overloaded && t.name == "free" {
-				m = 0.5
-			}
-			var count [3]int
-			for i := 0; i < t.rps; i++ {
-				now := start.Add(time.Duration(sec)*time.Second + time.Duration(i)*time.Second/time.Duration(t.rps))
-				d, err := s.DecideAt(now, limiter.Request{Key: t.name + "-client", Rule: t.rule, Multiplier: m, Tier: t.name})
-				if err != nil {
-					return err
-				}
-				count[d.Reason]++
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%d\t%d\t%d\t%d\t\n", sec, t.name, m, t.rps,
-				count[limiter.Allowed], count[limiter.OverQuota], count[limiter.Shed])
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(w, "\n429 = over the tier's quota; 503 = shed because the multiplier cut the tier's admission rate.")
+	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
+	defer cancel()
+	_, err := runDemo(ctx, f, w)
 	return err
 }
 
-// script prints the Lua source of one algorithm.
-func script(args []string, w io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("script: want one algorithm name, e.g. token_bucket")
-	}
-	alg, err := limiter.ParseAlgorithm(args[0])
+// demoConfig is the demo's configuration: two tiers, one rule per API key,
+// a fast controller with a 250 ms p99 target.
+func demoConfig(f demoFlags, upstream string) (*Config, error) {
+	src := fmt.Sprintf(`listen: 127.0.0.1:0
+upstream: %s
+admin:
+  listen: 127.0.0.1:0
+  tokens:
+    write: demo-token-not-for-production
+redis:
+  url: %q
+prometheus:
+  url: %q
+tiers:
+  free:    { rate: 20,  period: 1s, burst: 20,  priority: 1, beta: 0.5, alpha: 0.1 }
+  premium: { rate: 400, period: 1s, burst: 400, priority: 0, beta: 0.8, alpha: 0.2 }
+default_tier: free
+assignments: { premium-0: premium, premium-1: premium, premium-2: premium, premium-3: premium, premium-4: premium }
+rules:
+  - name: per-key
+    match: { path: / }
+    key: header:X-API-Key
+controller:
+  period: 1s
+  latency_target: 250ms
+  headroom: 0.3
+  hold_timeout: 10s
+`, upstream, f.redisURL, f.prometheusURL)
+	return parseConfig([]byte(src), nil)
+}
+
+// runDemo runs the demo until ctx ends and returns what the view saw.
+func runDemo(ctx context.Context, f demoFlags, w io.Writer) (*demoView, error) {
+	backend, err := startBackend(8, 20*time.Millisecond)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = io.WriteString(w, limiter.ScriptSource(alg))
-	return err
+	defer backend.close()
+	cfg, err := demoConfig(f, backend.url)
+	if err != nil {
+		return nil, err
+	}
+	started := make(chan map[string]string, 1)
+	done := make(chan error, 1)
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	go func() { done <- runServe(serveCtx, cfg, log, started) }()
+	var addrs map[string]string
+	select {
+	case addrs = <-started:
+	case err := <-done:
+		stopServe()
+		return nil, err
+	}
+	gen := newLoadGen("http://"+addrs["proxy"], f.duration)
+	view := newDemoView(w, f.plain, gen, backend, limiterReader{admin: "http://" + addrs["admin"]})
+	fmt.Fprintf(w, "throttled demo: backend capacity ≈ %d req/s, proxy %s, metrics http://%s/metrics, for %v\n",
+		backend.capacity(), addrs["proxy"], addrs["admin"], f.duration)
+	genDone := make(chan struct{})
+	go func() { gen.run(ctx); close(genDone) }()
+	view.loop(ctx, f.refresh)
+	<-genDone
+	stopServe()
+	err = <-done
+	view.summary()
+	return view, err
 }

@@ -1,5 +1,7 @@
 // Command throttled runs the adaptive throttling controller.
 //
+//	throttled serve --config FILE   the proxy, admin API, controller, /metrics, /healthz, /readyz
+//	throttled config check FILE     validate a configuration
 //	throttled demo      run the limiter on embedded defaults and show what it decides
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
 //	throttled version   print the version
@@ -9,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/throttledhq/throttled/limiter"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -25,8 +29,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch args[0] {
+	case "serve":
+		err = serve(args[1:], stdout, stderr)
+	case "config":
+		err = configCmd(args[1:], stdout)
 	case "demo":
 		err = demo(args[1:], stdout)
+	case "bench":
+		err = bench(args[1:], stdout)
 	case "script":
 		err = script(args[1:], stdout)
 	case "version":
@@ -50,8 +60,24 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: throttled <command> [flags]
 
 commands:
+  serve     run the proxy, admin API, controller and /metrics (--config FILE)
+  config    check FILE: validate a configuration, errors with line numbers
   demo      run the limiter on embedded defaults and show what it decides
+  bench     measure decisions/s and latency of a store (--store memory|redis, --json)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version
 `)
+}
+
+// script prints the Lua source of one algorithm.
+func script(args []string, w io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("script: want one algorithm name, e.g. token_bucket")
+	}
+	alg, err := limiter.ParseAlgorithm(args[0])
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, limiter.ScriptSource(alg))
+	return err
 }

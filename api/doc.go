@@ -1,0 +1,85 @@
+// Package api is the REST admin API of throttled (Echo, JSON in and out):
+// tiers, client key → tier assignments, HTTP rules, multiplier pins and the
+// audit log, persisted in Redis (or in memory) and followed by every
+// enforcing instance through a Watcher.
+//
+// # Endpoints
+//
+//	GET    /v1/tiers                     list tiers
+//	POST   /v1/tiers                     create a tier (409 if it exists)
+//	GET    /v1/tiers/{name}              one tier
+//	PUT    /v1/tiers/{name}              replace a tier (404 if absent)
+//	DELETE /v1/tiers/{name}              delete a tier (409 while referenced)
+//	GET    /v1/keys/{key}                a key's tier and bucket state
+//	PUT    /v1/keys/{key}                assign a key to a tier {"tier": "free"}
+//	DELETE /v1/keys/{key}                remove the assignment
+//	GET    /v1/rules                     the ordered rules
+//	PUT    /v1/rules                     replace them all {"rules": [...]}
+//	GET    /v1/multipliers               multipliers in force, their age and source
+//	GET    /v1/multipliers/{tier}/pin    a tier's pin
+//	POST   /v1/multipliers/{tier}/pin    pin {"multiplier": 0.5, "ttl": "10m"} (PUT too)
+//	DELETE /v1/multipliers/{tier}/pin    unpin
+//	GET    /v1/audit?limit=N             recent writes, newest first
+//	GET    /v1/openapi.json              the OpenAPI 3 document (api/openapi.json)
+//
+// Errors are {"error": "...", "field": "..."}; field is a path such as
+// "tiers.free.rate", "rules[2].key" or "assignments.k1.tier".
+//
+// Deleting a tier is refused (409, naming the references) while
+// default_tier, anonymous_tier or a key assignment names it; the operator
+// moves those first. Rules do not name tiers. The tier's pin, if any, is
+// deleted with it.
+//
+// # Validation
+//
+// Bodies are decoded strictly: unknown fields (matched case-sensitively),
+// wrong types, bad durations and trailing data are 400 naming the field;
+// bodies over Settings.MaxBodyBytes (1 MiB) are 413 Content Too Large, with
+// the same JSON error and field "body". Then the whole Config
+// the write would produce is checked — ValidateConfig (names, ranges: no
+// negative, zero where not allowed, NaN, ±Inf or absurd numbers), pins, and
+// the injected Settings.Validate hook — and only a valid result is written.
+//
+// # Concurrency
+//
+// Every resource has a strong ETag: a hash of its canonical JSON and the
+// version that last wrote it. Writes to existing resources need If-Match
+// (428 without, 412 on a mismatch; "*" matches any existing resource);
+// creating an absent key assignment or pin needs none (an expired pin counts
+// as absent; the next write drops it). The whole state is
+// one JSON document (a Snapshot); a write reads it, checks If-Match and
+// validation on it, and swaps the new document in only if the stored one is
+// still byte-for-byte what it read (RedisStore: one Lua script comparing
+// SHA-1s), retrying from the start otherwise. So of two writes with the same
+// If-Match exactly one succeeds and the other gets 412, and nothing is ever
+// half-written.
+//
+// # Security
+//
+// Every request needs a bearer token (Settings.Tokens or TokensFromEnv),
+// compared in constant time against all tokens: 401 without a valid one
+// (with WWW-Authenticate: Bearer), 403 when a read token writes. The
+// token's name is the "who" of the audit log. The caller picks the listener;
+// cmd/throttled binds DefaultAddr (127.0.0.1) by default.
+//
+// # Persistence and propagation
+//
+// The swap also keeps a last_good copy, pushes the audit entry onto a
+// capped list (StoreSettings.AuditLimit, default 1000) and publishes on a
+// channel. Load and the Server serve the current document if it decodes and
+// validates, else the last good copy, reporting ErrBadStored (a running
+// Server or Watcher keeps the last valid document it read, which is newer
+// than the stored copy when someone wrote the key by hand). A Watcher in
+// each enforcing instance reacts to the channel and also polls (default
+// every second), delivering each new valid Snapshot to its callback, so a
+// change reaches every instance within the poll interval even when a
+// message is lost; Watcher.Pins gives the pins in force. MemoryStore has the
+// same semantics without Redis.
+//
+// # Metrics
+//
+// With Settings.Registerer:
+//
+//	throttled_admin_requests_total{code}     counter: requests by status
+//	throttled_admin_write_conflicts_total    counter: writes retried after a lost race
+package api

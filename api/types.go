@@ -1,0 +1,281 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration written in JSON and YAML as a Go duration
+// string ("1s", "250ms", "1h30m"). Negative or unparsable values are errors
+// naming the value.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes d as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a Go duration string such as "1s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("api: duration %q: want a Go duration such as \"1s\" or \"250ms\"", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("api: duration %q must not be negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes d as a JSON string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a JSON string holding a Go duration; null leaves d
+// unchanged.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("api: duration %s: want a string such as \"1s\"", clip(b))
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
+// UnmarshalYAML reads a YAML scalar holding a Go duration (the unmarshal
+// func interface understood by gopkg.in/yaml.v2 and v3).
+func (d *Duration) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err != nil {
+		return fmt.Errorf("api: duration: want a string such as \"1s\": %v", err)
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
+// KeySources names where a rule's bucket key comes from: "ip", "api_key",
+// "jwt", "client", "route" or "header:NAME". In JSON and YAML it is one
+// string or a list of strings; it is always written as a list.
+type KeySources []string
+
+// UnmarshalJSON accepts "ip" or ["ip", "header:X-Tenant"].
+func (k *KeySources) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("api: key %s: %v", clip(b), err)
+		}
+		*k = KeySources{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("api: key %s: want a string or a list of strings", clip(b))
+	}
+	*k = l
+	return nil
+}
+
+// UnmarshalYAML accepts a string or a list of strings.
+func (k *KeySources) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		*k = KeySources{s}
+		return nil
+	}
+	var l []string
+	if err := unmarshal(&l); err != nil {
+		return fmt.Errorf("api: key: want a string or a list of strings: %v", err)
+	}
+	*k = l
+	return nil
+}
+
+// clip shortens raw input quoted in error messages.
+func clip(b []byte) string {
+	const n = 64
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}
+
+// algorithms are the names accepted in Tier.Algorithm and Rule.Algorithm
+// ("" means token_bucket).
+var algorithms = []string{"token_bucket", "gcra", "fixed_window",
+	"sliding_window_log", "sliding_window_counter", "leaky_bucket"}
+
+// modes and fallbacks are the values accepted in Rule.Mode and
+// Rule.Fallback ("" means the first).
+var (
+	modes     = []string{"enforce", "shadow", "delay"}
+	fallbacks = []string{"local", "allow", "deny"}
+)
+
+// AIMD defaults: a zero Alpha, Beta, Floor or Ceiling in a Tier means these.
+const (
+	DefaultAlpha   = 0.1
+	DefaultBeta    = 0.5
+	DefaultFloor   = 0.05
+	DefaultCeiling = 1.0
+)
+
+// Tier is a class of clients: its quota (Rate per Period, Burst), the
+// algorithm that counts it, its priority (0 is the highest) and the AIMD
+// parameters the controller uses to scale it under load. The tier's name is
+// its key in Config.Tiers and its URL segment.
+type Tier struct {
+	Rate      int64    `json:"rate" yaml:"rate"`
+	Period    Duration `json:"period" yaml:"period"`
+	Burst     int64    `json:"burst,omitempty" yaml:"burst"`
+	Algorithm string   `json:"algorithm,omitempty" yaml:"algorithm"`
+	Priority  int      `json:"priority" yaml:"priority"`
+	Alpha     float64  `json:"alpha,omitempty" yaml:"alpha"`
+	Beta      float64  `json:"beta,omitempty" yaml:"beta"`
+	Floor     float64  `json:"floor,omitempty" yaml:"floor"`
+	Ceiling   float64  `json:"ceiling,omitempty" yaml:"ceiling"`
+}
+
+// WithDefaults returns t with zero AIMD parameters and algorithm filled in.
+func (t Tier) WithDefaults() Tier {
+	for _, f := range []struct {
+		v   *float64
+		def float64
+	}{{&t.Alpha, DefaultAlpha}, {&t.Beta, DefaultBeta}, {&t.Floor, DefaultFloor}, {&t.Ceiling, DefaultCeiling}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if t.Algorithm == "" {
+		t.Algorithm = algorithms[0]
+	}
+	return t
+}
+
+// Match selects the requests a rule applies to: a path pattern (see
+// limiter.HTTPRule) and methods (empty: every method).
+type Match struct {
+	Path    string   `json:"path" yaml:"path"`
+	Methods []string `json:"methods,omitempty" yaml:"methods"`
+}
+
+// Rule limits the HTTP requests it matches, per key. Algorithm, Limit,
+// Period and Burst are optional: with Limit 0 the rule spends the quota of
+// the client's tier.
+type Rule struct {
+	Name      string     `json:"name" yaml:"name"`
+	Match     Match      `json:"match" yaml:"match"`
+	Key       KeySources `json:"key" yaml:"key"`
+	Algorithm string     `json:"algorithm,omitempty" yaml:"algorithm"`
+	Limit     int64      `json:"limit,omitempty" yaml:"limit"`
+	Period    Duration   `json:"period,omitempty" yaml:"period"`
+	Burst     int64      `json:"burst,omitempty" yaml:"burst"`
+	Cost      int64      `json:"cost,omitempty" yaml:"cost"`
+	Mode      string     `json:"mode,omitempty" yaml:"mode"`
+	MaxWait   Duration   `json:"max_wait,omitempty" yaml:"max_wait"`
+	Fallback  string     `json:"fallback,omitempty" yaml:"fallback"`
+}
+
+// Config is the whole enforcement configuration the admin API edits.
+type Config struct {
+	Tiers         map[string]Tier   `json:"tiers" yaml:"tiers"`
+	Rules         []Rule            `json:"rules" yaml:"rules"`
+	DefaultTier   string            `json:"default_tier,omitempty" yaml:"default_tier"`
+	AnonymousTier string            `json:"anonymous_tier,omitempty" yaml:"anonymous_tier"`
+	Assignments   map[string]string `json:"assignments,omitempty" yaml:"assignments"`
+}
+
+// Pin fixes a tier's multiplier until a time, overriding the controller.
+type Pin struct {
+	Tier       string    `json:"tier" yaml:"tier"`
+	Multiplier float64   `json:"multiplier" yaml:"multiplier"`
+	Until      time.Time `json:"until" yaml:"until"`
+}
+
+// Active reports whether the pin still applies at now.
+func (p Pin) Active(now time.Time) bool { return now.Before(p.Until) }
+
+// MultiplierStatus is one tier's current multiplier as the enforcers see it.
+type MultiplierStatus struct {
+	Tier       string    `json:"tier" yaml:"tier"`
+	Multiplier float64   `json:"multiplier" yaml:"multiplier"`
+	Source     string    `json:"source" yaml:"source"` // e.g. "controller", "stale", "default"
+	UpdatedAt  time.Time `json:"updated_at" yaml:"updated_at"`
+}
+
+// AuditEntry records one write: who made it, when, and the resource before
+// and after (JSON null when absent).
+type AuditEntry struct {
+	At       time.Time       `json:"at" yaml:"at"`
+	Who      string          `json:"who" yaml:"who"`
+	Action   string          `json:"action" yaml:"action"`
+	Resource string          `json:"resource" yaml:"resource"`
+	Version  int64           `json:"version" yaml:"version"`
+	Before   json.RawMessage `json:"before" yaml:"before"`
+	After    json.RawMessage `json:"after" yaml:"after"`
+}
+
+// Snapshot is the stored document: the Config, the pins, and what the API
+// needs for concurrency control. It is stored as one JSON value and written
+// whole, so a change is applied completely or not at all.
+type Snapshot struct {
+	// Version counts writes; 0 means nothing is stored yet.
+	Version int64          `json:"version" yaml:"version"`
+	Config  Config         `json:"config" yaml:"config"`
+	Pins    map[string]Pin `json:"pins,omitempty" yaml:"pins"`
+	// Revisions maps a resource ("tiers/free", "rules", "keys/K",
+	// "pins/free") to the Version that last wrote it; ETags derive from it.
+	Revisions map[string]int64 `json:"revisions,omitempty" yaml:"revisions"`
+	UpdatedAt time.Time        `json:"updated_at" yaml:"updated_at"`
+	UpdatedBy string           `json:"updated_by,omitempty" yaml:"updated_by"`
+}
+
+// ActivePins returns the pins that still apply at now, by tier.
+func (s Snapshot) ActivePins(now time.Time) map[string]Pin {
+	out := make(map[string]Pin, len(s.Pins))
+	for t, p := range s.Pins {
+		if p.Active(now) {
+			out[t] = p
+		}
+	}
+	return out
+}
+
+// clone deep-copies s through its JSON form.
+func (s Snapshot) clone() Snapshot {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("api: snapshot does not marshal: " + err.Error())
+	}
+	var c Snapshot
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic("api: snapshot does not round-trip: " + err.Error())
+	}
+	return c
+}
+
+// contains reports whether list holds s.
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteList renders list for error messages: "a, b or c".
+func quoteList(list []string) string {
+	if len(list) < 2 {
+		return strings.Join(list, "")
+	}
+	return strings.Join(list[:len(list)-1], ", ") + " or " + list[len(list)-1]
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/throttledhq/throttled/api"
+)
+
+// Config is the YAML configuration of `throttled serve`. Zero values mean
+// the defaults set in defaults(); every scalar can be overridden by an
+// environment variable THROTTLED_<PATH> (for example THROTTLED_REDIS_URL,
+// THROTTLED_ADMIN_LISTEN, THROTTLED_CONTROLLER_PERIOD).
+type Config struct {
+	Listen        string              `yaml:"listen"`   // proxy listener (with upstream)
+	Upstream      string              `yaml:"upstream"` // "" = no proxy
+	Admin         AdminConfig         `yaml:"admin"`
+	Redis         RedisConfig         `yaml:"redis"`
+	Prometheus    PrometheusConfig    `yaml:"prometheus"`
+	Controller    ControllerConfig    `yaml:"controller"`
+	Identity      IdentityConfig      `yaml:"identity"`
+	Fallback      FallbackConfig      `yaml:"fallback"`
+	Bulkheads     map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
+	Log           LogConfig           `yaml:"log"`
+	Tiers         map[string]api.Tier `yaml:"tiers"`
+	Rules         []api.Rule          `yaml:"rules"`
+	DefaultTier   string              `yaml:"default_tier"`
+	AnonymousTier string              `yaml:"anonymous_tier"`
+	Assignments   map[string]string   `yaml:"assignments"` // client key → tier
+}
+
+// AdminConfig is the admin API listener and its bearer tokens (role →
+// token, roles read and write; more in THROTTLED_ADMIN_TOKEN_<NAME>).
+type AdminConfig struct {
+	Listen string            `yaml:"listen"`
+	Tokens map[string]string `yaml:"tokens"`
+}
+
+// RedisConfig selects the shared store; no URL and no cluster addresses
+// means the embedded in-memory store.
+type RedisConfig struct {
+	URL          string       `yaml:"url"`
+	ClusterAddrs []string     `yaml:"cluster_addrs"`
+	Prefix       string       `yaml:"prefix"`
+	Timeout      api.Duration `yaml:"timeout"`
+}
+
+// PrometheusConfig selects the signal source; no URL means in-process
+// signals from the proxy's own upstream metrics.
+type PrometheusConfig struct {
+	URL             string       `yaml:"url"`
+	LatencyQuery    string       `yaml:"latency_query"`
+	ErrorRatioQuery string       `yaml:"error_ratio_query"`
+	SaturationQuery string       `yaml:"saturation_query"`
+	Timeout         api.Duration `yaml:"timeout"`
+}
+
+// ControllerConfig is the control loop.
+type ControllerConfig struct {
+	Disabled         bool         `yaml:"disabled"`
+	Period           api.Duration `yaml:"period"`
+	LatencyTarget    api.Duration `yaml:"latency_target"`
+	ErrorRatioTarget float64      `yaml:"error_ratio_target"`
+	SaturationTarget float64      `yaml:"saturation_target"`
+	Headroom         float64      `yaml:"headroom"`
+	HoldTimeout      api.Duration `yaml:"hold_timeout"`
+	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
+	LeaseTTL         api.Duration `yaml:"lease_ttl"`
+}
+
+// IdentityConfig says how clients are identified.
+type IdentityConfig struct {
+	APIKeyHeader   string    `yaml:"api_key_header"`
+	TrustedProxies []string  `yaml:"trusted_proxies"`
+	IPv6Prefix     int       `yaml:"ipv6_prefix"`
+	JWT            JWTConfig `yaml:"jwt"`
+}
+
+// JWTConfig verifies bearer tokens: a secret (HS256) or a public key file
+// (RS256, ES256). Neither: JWT subjects are not used.
+type JWTConfig struct {
+	Secret        string       `yaml:"secret"`
+	PublicKeyFile string       `yaml:"public_key_file"`
+	Issuer        string       `yaml:"issuer"`
+	Audience      string       `yaml:"audience"`
+	Leeway        api.Duration `yaml:"leeway"`
+}
+
+// FallbackConfig is the behaviour while Redis fails.
+type FallbackConfig struct {
+	Instances int          `yaml:"instances"` // 0: count live instances through Redis heartbeats
+	Deadline  api.Duration `yaml:"deadline"`  // per decision
+}
+
+// Bulkhead bounds the requests of one tier in flight to the upstream.
+type Bulkhead struct {
+	Limit   int          `yaml:"limit"`
+	Queue   int          `yaml:"queue"`
+	MaxWait api.Duration `yaml:"max_wait"`
+}
+
+// LogConfig sets the log level: debug, info, warn or error.
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// defaults fills zero values. It is the one place defaults are set.
+func (c *Config) defaults() {
+	setDefault(&c.Admin.Listen, "127.0.0.1:9090")
+	setDefault(&c.Listen, "127.0.0.1:8080")
+	setDefault(&c.Redis.Prefix, "throttled:")
+	setDefault(&c.Redis.Timeout, api.Duration(time.Second))
+	setDefault(&c.Controller.Period, api.Duration(5*time.Second))
+	setDefault(&c.Controller.LatencyTarget, api.Duration(500*time.Millisecond))
+	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
+	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
+	setDefault(&c.Controller.StaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
+	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
+	setDefault(&c.Log.Level, "info")
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// loadConfig reads a YAML file strictly (unknown keys are errors), applies
+// environment overrides, fills defaults and validates. Errors carry line
+// numbers where the file has them.
+func loadConfig(path string, environ []string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseConfig(src, environ)
+}
+
+func parseConfig(src []byte, environ []string) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalWithOptions(src, &c, yaml.DisallowUnknownField()); err != nil {
+		return nil, errors.New(yaml.FormatError(err, false, true))
+	}
+	if err := applyEnv(&c, environ); err != nil {
+		return nil, err
+	}
+	c.defaults()
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, withLines(src, errs)
+	}
+	return &c, nil
+}
+
+// envPrefix starts every configuration environment variable.
+const envPrefix = "THROTTLED_"
+
+// applyEnv sets every scalar field named THROTTLED_<PATH> in environ, where
+// PATH is the field's YAML path in upper case joined by "_".
+func applyEnv(c *Config, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, envPrefix) {
+			env[k] = v
+		}
+	}
+	return walkEnv(reflect.ValueOf(c).Elem(), strings.TrimSuffix(envPrefix, "_"), env)
+}
+
+func walkEnv(v reflect.Value, name string, env map[string]string) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		key := name + "_" + strings.ToUpper(tag)
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			if err := walkEnv(f, key, env); err != nil {
+				return err
+			}
+			continue
+		}
+		s, ok := env[key]
+		if !ok {
+			continue
+		}
+		if err := setScalar(f, s); err != nil {
+			return fmt.Errorf("config: %s=%q: %v", key, s, err)
+		}
+	}
+	return nil
+}
+
+func setScalar(f reflect.Value, s string) error {
+	switch p := f.Addr().Interface().(type) {
+	case *api.Duration:
+		return p.UnmarshalText([]byte(s))
+	case *string:
+		*p = s
+	case *int:
+		n, err := strconv.Atoi(s)
+		*p = n
+		return err
+	case *float64:
+		x, err := strconv.ParseFloat(s, 64)
+		*p = x
+		return err
+	case *bool:
+		b, err := strconv.ParseBool(s)
+		*p = b
+		return err
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}
+
+// fieldErr is a validation error at a YAML path such as "tiers.free.rate".
+type fieldErr struct {
+	path string
+	msg  string
+}
+
+// withLines joins errs, each prefixed by its line in src when the path
+// resolves there.
+func withLines(src []byte, errs []fieldErr) error {
+	file, perr := parser.ParseBytes(src, 0)
+	var out []error
+	for _, e := range errs {
+		line := ""
+		if perr == nil {
+			if p, err := yaml.PathString("$." + e.path); err == nil {
+				if n, err := p.FilterFile(file); err == nil && n != nil {
+					line = fmt.Sprintf("line %d: ", n.GetToken().Position.Line)
+				}
+			}
+		}
+		out = append(out, fmt.Errorf("%s%s: %s", line, e.path, e.msg))
+	}
+	return errors.Join(out...)
+}
+
+// configCmd is `throttled config check FILE`.
+func configCmd(args []string, stdout io.Writer) error {
+	if len(args) != 2 || args[0] != "check" {
+		return errors.New("usage: throttled config check FILE")
+	}
+	c, err := loadConfig(args[1], os.Environ())
+	if err != nil {
+		return fmt.Errorf("%s:\n%w", args[1], err)
+	}
+	store := "memory (embedded)"
+	if c.Redis.URL != "" || len(c.Redis.ClusterAddrs) > 0 {
+		store = "redis"
+	}
+	_, err = fmt.Fprintf(stdout, "%s: ok (%d tiers, %d rules, store %s)\n", args[1], len(c.Tiers), len(c.Rules), store)
+	return err
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeConfig is the minimal config of the README quick start, exactly.
+const readmeConfig = `listen: 127.0.0.1:8080
+upstream: http://127.0.0.1:8081
+admin:
+  listen: 127.0.0.1:9090
+  tokens:
+    write: change-me
+redis:
+  url: redis://127.0.0.1:6379/0
+tiers:
+  free:    { rate: 10,  period: 1s, burst: 10,  priority: 1 }
+  premium: { rate: 100, period: 1s, burst: 100, priority: 0 }
+rules:
+  - name: per-key
+    match: { path: / }
+    key: header:X-API-Key
+  - name: per-ip
+    match: { path: / }
+    key: ip
+`
+
+func TestReadmeConfigParses(t *testing.T) {
+	c, err := parseConfig([]byte(readmeConfig), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tiers["free"].Rate != 10 || c.Tiers["premium"].Period.D() != time.Second || len(c.Rules) != 2 ||
+		c.Rules[0].Key[0] != "header:X-API-Key" || c.Admin.Tokens["write"] != "change-me" {
+		t.Fatalf("parsed %+v", c)
+	}
+	// Defaults were filled in one place.
+	if c.Controller.Period.D() != 5*time.Second || c.Fallback.Deadline.D() != 50*time.Millisecond {
+		t.Fatalf("defaults: %+v %+v", c.Controller, c.Fallback)
+	}
+	p, err := policyOf(c.apiConfig())
+	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
+		t.Fatalf("policy %+v: %v", p, err)
+	}
+}
+
+func TestConfigErrorsCarryLines(t *testing.T) {
+	cases := []struct {
+		name, edit, want string
+	}{
+		{"unknown key", "listen: 127.0.0.1:8080\nlisten_typo: x\n", "unknown field"},
+		{"bad rate", strings.Replace(readmeConfig, "rate: 10,", "rate: -1,", 1), "line 10: tiers.free.rate"},
+		{"bad key source", strings.Replace(readmeConfig, "key: ip", "key: cookie", 1), "line 18"},
+		{"bad duration", strings.Replace(readmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
+		{"bad upstream", strings.Replace(readmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
+		{"bad token role", strings.Replace(readmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},
+	}
+	for _, tc := range cases {
+		_, err := parseConfig([]byte(tc.edit), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+	// "unknown field" errors name the line too.
+	_, err := parseConfig([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "[2:1]") {
+		t.Errorf("unknown key error %v, want its position [2:1]", err)
+	}
+}
+
+func TestConfigEnvironmentOverrides(t *testing.T) {
+	c, err := parseConfig([]byte(readmeConfig), []string{
+		"THROTTLED_REDIS_URL=redis://127.0.0.1:7000/1",
+		"THROTTLED_CONTROLLER_PERIOD=2s",
+		"THROTTLED_FALLBACK_INSTANCES=4",
+		"PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redis.URL != "redis://127.0.0.1:7000/1" || c.Controller.Period.D() != 2*time.Second || c.Fallback.Instances != 4 {
+		t.Fatalf("overrides not applied: %+v %+v %+v", c.Redis, c.Controller, c.Fallback)
+	}
+	if _, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_FALLBACK_INSTANCES=many"}); err == nil ||
+		!strings.Contains(err.Error(), "THROTTLED_FALLBACK_INSTANCES") {
+		t.Fatalf("bad override: %v", err)
+	}
+}

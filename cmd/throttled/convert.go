@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// policyOf converts the admin API's Config to the limiter's Policy. Rules
+// keep their order; tiers are sorted by name.
+func policyOf(c api.Config) (limiter.Policy, error) {
+	p := limiter.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier}
+	for _, name := range sortedTiers(c.Tiers) {
+		t := c.Tiers[name].WithDefaults()
+		alg, err := limiter.ParseAlgorithm(t.Algorithm)
+		if err != nil {
+			return p, &api.FieldError{Field: "tiers." + name + ".algorithm", Msg: err.Error()}
+		}
+		p.Tiers = append(p.Tiers, limiter.Tier{Name: name, Algorithm: alg, Limit: t.Rate,
+			Period: t.Period.D(), Burst: t.Burst, Priority: t.Priority})
+	}
+	for i, r := range c.Rules {
+		hr, err := ruleOf(r)
+		if err != nil {
+			return p, &api.FieldError{Field: fmt.Sprintf("rules[%d]", i), Msg: err.Error()}
+		}
+		p.Rules = append(p.Rules, hr)
+	}
+	return p, nil
+}
+
+func ruleOf(r api.Rule) (limiter.HTTPRule, error) {
+	alg, err1 := limiter.ParseAlgorithm(r.Algorithm)
+	mode, err2 := limiter.ParseMode(r.Mode)
+	fb, err3 := limiter.ParseFallbackPolicy(r.Fallback)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return limiter.HTTPRule{}, err
+	}
+	return limiter.HTTPRule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
+		Algorithm: alg, Limit: r.Limit, Period: r.Period.D(), Burst: r.Burst, Cost: r.Cost,
+		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb}, nil
+}
+
+func sortedTiers(m map[string]api.Tier) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// validatePolicy is the admin API's Validate hook: the whole Config must
+// make a valid limiter Policy.
+func validatePolicy(c api.Config) error {
+	p, err := policyOf(c)
+	if err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return &api.FieldError{Field: "config", Msg: err.Error()}
+	}
+	return nil
+}
+
+// controllerSettings builds the control law's settings from the tiers and
+// the controller section.
+func controllerSettings(c *Config, tiers map[string]api.Tier) controller.Settings {
+	s := controller.Settings{
+		Headroom:    c.Controller.Headroom,
+		HoldTimeout: c.Controller.HoldTimeout.D(),
+		Period:      c.Controller.Period.D(),
+	}
+	for _, name := range sortedTiers(tiers) {
+		t := tiers[name].WithDefaults()
+		s.Tiers = append(s.Tiers, controller.Tier{Name: name, Priority: t.Priority,
+			Alpha: t.Alpha, Beta: t.Beta, Floor: t.Floor, Ceiling: t.Ceiling})
+	}
+	return s
+}
+
+// apiConfig is the part of the file the admin API manages.
+func (c *Config) apiConfig() api.Config {
+	return api.Config{Tiers: c.Tiers, Rules: c.Rules, DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier,
+		Assignments: c.Assignments}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/signals"
+)
+
+// localMultipliers carries the controller's multipliers to the enforcer in
+// one process (embedded mode, no Redis): the controller's Publisher and the
+// enforcer's MultiplierSource at once.
+type localMultipliers struct {
+	cur atomic.Pointer[controller.Multipliers]
+}
+
+func (l *localMultipliers) Publish(_ context.Context, m controller.Multipliers) error {
+	l.cur.Store(&m)
+	return nil
+}
+
+func (l *localMultipliers) Multiplier(tier string) float64 {
+	if m := l.cur.Load(); m != nil {
+		if v, ok := m.Tiers[tier]; ok {
+			return v
+		}
+	}
+	return 1
+}
+
+// localLease makes a lone controller the leader.
+type localLease struct{}
+
+func (localLease) Acquire(context.Context) (bool, error) { return true, nil }
+func (localLease) Renew(context.Context) (bool, error)   { return true, nil }
+func (localLease) Release(context.Context) error         { return nil }
+
+// redisPublisher adapts the limiter's Redis publisher to the controller.
+type redisPublisher struct{ p *limiter.MultiplierPublisher }
+
+func (r redisPublisher) Publish(ctx context.Context, m controller.Multipliers) error {
+	return r.p.Publish(ctx, limiter.MultiplierSet(m))
+}
+
+func (r redisPublisher) Load(ctx context.Context) (controller.Multipliers, bool, error) {
+	m, ok, err := r.p.Load(ctx)
+	return controller.Multipliers(m), ok, err
+}
+
+// pinned applies the admin API's pins over the controller's multipliers.
+// The pins map is replaced whole on every config change, never mutated.
+type pinned struct {
+	src  limiter.MultiplierSource
+	pins atomic.Pointer[map[string]api.Pin]
+	now  func() time.Time
+}
+
+func (p *pinned) Multiplier(tier string) float64 {
+	if m := p.pins.Load(); m != nil && len(*m) > 0 {
+		if pin, ok := (*m)[tier]; ok && pin.Active(p.now()) {
+			return pin.Multiplier
+		}
+	}
+	return p.src.Multiplier(tier)
+}
+
+func (p *pinned) setPins(m map[string]api.Pin) { p.pins.Store(&m) }
+
+// tierTable is the key → tier assignments of the current config.
+type tierTable struct {
+	m atomic.Pointer[map[string]string]
+}
+
+func (t *tierTable) TierOf(client string) (string, bool) {
+	if m := t.m.Load(); m != nil {
+		tier, ok := (*m)[client]
+		return tier, ok
+	}
+	return "", false
+}
+
+// signalSource reads signals and judges them against the targets.
+type signalSource struct {
+	src     signals.Source
+	targets map[signals.Kind]float64
+}
+
+func (s signalSource) Read(ctx context.Context) (controller.Input, error) {
+	sig, err := s.src.Read(ctx)
+	var in controller.Input
+	for _, k := range signals.Kinds() {
+		target, ok := s.targets[k]
+		if !ok {
+			continue
+		}
+		v := sig.Get(k)
+		in.Signals = append(in.Signals, controller.Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
+	}
+	return in, err
+}
+
+// multiplierStatus reports what the enforcer applies, for GET /v1/multipliers.
+type multiplierStatus struct {
+	tiers func() []string
+	src   limiter.MultiplierSource
+	sub   *limiter.MultiplierSubscriber // nil in embedded mode
+	mu    sync.Mutex
+}
+
+func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	source, at := "controller", time.Now()
+	if m.sub != nil {
+		snap := m.sub.Snapshot()
+		source, at = snap.Origin.String(), snap.At
+	}
+	var out []api.MultiplierStatus
+	for _, t := range m.tiers() {
+		out = append(out, api.MultiplierStatus{Tier: t, Multiplier: m.src.Multiplier(t), Source: source, UpdatedAt: at})
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/bulkhead"
+)
+
+// upstreamMetrics record the sidecar's calls to the protected service; the
+// in-process signal source reads them.
+type upstreamMetrics struct {
+	requests *prometheus.CounterVec
+	latency  prometheus.Histogram
+}
+
+func newUpstreamMetrics(reg prometheus.Registerer) (*upstreamMetrics, error) {
+	m := &upstreamMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: upstreamRequests,
+			Help: "Requests proxied to the upstream, by status code (502: transport error)."}, []string{"code"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: upstreamLatency,
+			Help:    "Upstream response time (until headers) in seconds.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// RoundTrip times and counts one upstream call.
+func (m *upstreamMetrics) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		start := time.Now()
+		resp, err := next.RoundTrip(r)
+		m.latency.Observe(time.Since(start).Seconds())
+		code := "502"
+		if err == nil {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		m.requests.WithLabelValues(code).Inc()
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// proxyHandler enforces the rules, then the tier's bulkhead, then proxies
+// to upstream.
+func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			pr.SetXForwarded()
+		},
+		Transport: s.upstream.wrap(http.DefaultTransport),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Warn("upstream", "err", err)
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := s.enforcer.Check(r.Context(), r)
+		res.WriteHeaders(w.Header())
+		if !res.Allowed {
+			writeJSON(w, res.Status, res.Body())
+			return
+		}
+		if bh := s.bulk[res.Tier]; bh != nil {
+			p, err := bh.Acquire(r.Context())
+			if err != nil {
+				s.refuseBulkhead(w, bh, res.Tier, err)
+				return
+			}
+			defer p.Release()
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// refuseBulkhead answers 503 with reason bulkhead when a tier's bulkhead
+// is full (or the wait for it ended).
+func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {
+	if !errors.Is(err, bulkhead.ErrFull) {
+		w.WriteHeader(499) // the client went away while waiting
+		return
+	}
+	secs := max(1, int64((bh.RetryAfter()+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	body := `{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":` +
+		strconv.FormatInt(secs, 10) + `,"tier":"` + tier + `","rule":""}` + "\n"
+	writeJSON(w, http.StatusServiceUnavailable, []byte(body))
+}
+
+func writeJSON(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}

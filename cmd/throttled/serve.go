@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// serveFlags are the common settings a flag may override (after the file
+// and the environment).
+type serveFlags struct {
+	config, listen, upstream, adminListen, redisURL, promURL, logLevel string
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serveFlags
+	fs.StringVar(&f.config, "config", "", "YAML configuration file (required)")
+	fs.StringVar(&f.listen, "listen", "", "proxy listen address (overrides listen)")
+	fs.StringVar(&f.upstream, "upstream", "", "upstream URL to proxy to (overrides upstream)")
+	fs.StringVar(&f.adminListen, "admin-listen", "", "admin API, /metrics, /healthz, /readyz address (overrides admin.listen)")
+	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (overrides redis.url)")
+	fs.StringVar(&f.promURL, "prometheus-url", "", "Prometheus URL (overrides prometheus.url)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.config == "" {
+		return errors.New("serve: --config FILE is required")
+	}
+	cfg, err := loadConfig(f.config, append(os.Environ(), f.env()...))
+	if err != nil {
+		return fmt.Errorf("%s:\n%w", f.config, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runServe(ctx, cfg, newLogger(stderr, cfg.Log.Level), nil)
+}
+
+// env turns the set flags into environment overrides, which come last.
+func (f *serveFlags) env() []string {
+	var out []string
+	for k, v := range map[string]string{"LISTEN": f.listen, "UPSTREAM": f.upstream, "ADMIN_LISTEN": f.adminListen,
+		"REDIS_URL": f.redisURL, "PROMETHEUS_URL": f.promURL, "LOG_LEVEL": f.logLevel} {
+		if v != "" {
+			out = append(out, envPrefix+k+"="+v)
+		}
+	}
+	return out
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// runServe builds the stack, serves until ctx ends, then drains. When
+// started is not nil it receives the bound addresses (for tests).
+func runServe(ctx context.Context, cfg *Config, log *slog.Logger, started chan<- map[string]string) error {
+	s, err := buildStack(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	servers, addrs, err := s.listen()
+	if err != nil {
+		return err
+	}
+	log.Info("throttled serving", "addrs", addrs, "version", version)
+	if started != nil {
+		started <- addrs
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, run := range s.runners {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = run(runCtx) }()
+	}
+	errc := make(chan error, len(servers))
+	for _, srv := range servers {
+		go func() { errc <- srv.serve() }()
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		log.Error("server failed", "err", err)
+	}
+	log.Info("shutting down: draining in-flight requests")
+	drainCtx, drainCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer drainCancel()
+	for _, srv := range servers {
+		_ = srv.http.Shutdown(drainCtx)
+	}
+	cancel() // controller releases its lease, heartbeat leaves
+	wg.Wait()
+	return err
+}
+
+type server struct {
+	http *http.Server
+	ln   net.Listener
+}
+
+func (s server) serve() error {
+	if err := s.http.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// listen binds the admin listener and, with an upstream, the proxy.
+func (s *stack) listen() ([]server, map[string]string, error) {
+	addrs := map[string]string{}
+	var out []server
+	bind := func(name, addr string, h http.Handler) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		addrs[name] = ln.Addr().String()
+		out = append(out, server{ln: ln, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}})
+		return nil
+	}
+	if err := bind("admin", s.cfg.Admin.Listen, s.adminMux()); err != nil {
+		return nil, nil, err
+	}
+	if s.cfg.Upstream != "" {
+		u, err := url.Parse(s.cfg.Upstream)
+		if err == nil {
+			err = bind("proxy", s.cfg.Listen, s.proxyHandler(u))
+		}
+		if err != nil {
+			for _, srv := range out {
+				srv.ln.Close()
+			}
+			return nil, nil, err
+		}
+	}
+	return out, addrs, nil
+}
+
+func (s *stack) adminMux() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	mux.Handle("/healthz", limiter.HealthHandler())
+	mux.Handle("/readyz", limiter.ReadyHandler(s.ready, 0))
+	mux.Handle("/", s.admin)
+	return mux
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/testenv"
+)
+
+const testToken = "test-write-token-0123456789"
+
+// testConfig is a serve config on free loopback ports in front of upstream.
+func testConfig(t *testing.T, upstream, redisURL string) *Config {
+	t.Helper()
+	src := fmt.Sprintf(`listen: 127.0.0.1:0
+upstream: %s
+admin:
+  listen: 127.0.0.1:0
+  tokens:
+    write: %s
+redis:
+  url: %q
+tiers:
+  free:    { rate: 5,   period: 1m, burst: 5,   priority: 1 }
+  premium: { rate: 100, period: 1m, burst: 100, priority: 0 }
+default_tier: free
+rules:
+  - name: per-key
+    match: { path: / }
+    key: header:X-API-Key
+controller:
+  period: 1s
+`, upstream, testToken, redisURL)
+	c, err := parseConfig([]byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startServe runs `serve` in-process and returns its bound addresses.
+func startServe(t *testing.T, cfg *Config) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan map[string]string, 1)
+	done := make(chan struct{})
+	var err error
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { defer close(done); err = runServe(ctx, cfg, log, started) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s of cancel")
+		}
+	})
+	select {
+	case addrs := <-started:
+		return addrs
+	case <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not start in 20s")
+	}
+	return nil
+}
+
+func upstreamServer(t *testing.T) *httptest.Server {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "upstream ok")
+	}))
+	t.Cleanup(up.Close)
+	return up
+}
+
+func call(t *testing.T, method, url, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestServeEmbedded(t *testing.T) {
+	up := upstreamServer(t)
+	addrs := startServe(t, testConfig(t, up.URL, ""))
+	proxy, admin := "http://"+addrs["proxy"], "http://"+addrs["admin"]
+	for i := 0; i < 5; i++ {
+		resp, body := call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
+		if resp.StatusCode != 200 || body != "upstream ok" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	resp, body := call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
+	if resp.StatusCode != 429 || !strings.Contains(body, `"reason":"over_quota"`) || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("6th: %d %q", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if resp, _ := call(t, "GET", admin+path, ""); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+	}
+	_, metrics := call(t, "GET", admin+"/metrics", "")
+	for _, want := range []string{`throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 1`,
+		`throttled_upstream_requests_total{code="200"} 5`, "throttled_controller_leader 1"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if resp, _ := call(t, "GET", admin+"/v1/tiers", ""); resp.StatusCode != 401 {
+		t.Fatalf("admin without token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// assignPremium puts key into the premium tier through the admin API.
+func assignPremium(t *testing.T, admin, key string) {
+	t.Helper()
+	resp, body := call(t, "PUT", admin+"/v1/keys/"+key, `{"tier":"premium"}`,
+		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("assign: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestServeSharedAcrossInstances: two instances on one Redis share quotas,
+// and a key assigned through one instance's admin API reaches the other
+// within 2 s.
+func TestServeSharedAcrossInstances(t *testing.T) {
+	r := testenv.StartRedis(t)
+	up := upstreamServer(t)
+	a := startServe(t, testConfig(t, up.URL, r.URL()))
+	b := startServe(t, testConfig(t, up.URL, r.URL()))
+	codes := map[int]int{}
+	for i := 0; i < 8; i++ {
+		addr := a["proxy"]
+		if i%2 == 1 {
+			addr = b["proxy"]
+		}
+		resp, _ := call(t, "GET", "http://"+addr+"/", "", "X-API-Key", "shared")
+		codes[resp.StatusCode]++
+	}
+	if codes[200] != 5 || codes[429] != 3 {
+		t.Fatalf("codes %v across two instances, want 5×200 and 3×429 (one shared quota of 5)", codes)
+	}
+	assignPremium(t, "http://"+a["admin"], "shared")
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		resp, _ := call(t, "GET", "http://"+b["proxy"]+"/", "", "X-API-Key", "shared")
+		if resp.StatusCode == 200 && resp.Header.Get("X-RateLimit-Limit") == "100" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance b still answers %d limit %s 2s after the assignment", resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServeRedisKilledUnderLoad: with Redis killed mid-run, every request is
+// answered per the fallback policy (local), none with a 500, and shared
+// limiting resumes after a restart on the same port.
+func TestServeRedisKilledUnderLoad(t *testing.T) {
+	r := testenv.StartRedis(t)
+	up := upstreamServer(t)
+	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	proxy := "http://" + addrs["proxy"]
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", proxy+"/", nil)
+				req.Header.Set("X-API-Key", fmt.Sprint("worker-", w))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					bad.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 && resp.StatusCode != 429 && resp.StatusCode != 503 {
+					bad.Add(1)
+				}
+			}
+		}(w)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r.Kill()
+	time.Sleep(700 * time.Millisecond)
+	r.Start()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+		if strings.Contains(metrics, "throttled_fallback_active 0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fallback still active 3s after redis restarted")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if bad.Load() > 0 {
+		t.Fatalf("%d requests failed or got a status other than 200/429/503", bad.Load())
+	}
+	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	if !strings.Contains(metrics, `decision="fallback_`) {
+		t.Fatal("no fallback decision was counted while redis was down")
+	}
+}
+
+// TestReadmeConfigServes runs the README's minimal config as written, with
+// only its addresses moved to free ports and a test Redis (as an operator
+// would with THROTTLED_* variables).
+func TestReadmeConfigServes(t *testing.T) {
+	r := testenv.StartRedis(t)
+	up := upstreamServer(t)
+	cfg, err := parseConfig([]byte(readmeConfig), []string{
+		"THROTTLED_LISTEN=127.0.0.1:0", "THROTTLED_ADMIN_LISTEN=127.0.0.1:0",
+		"THROTTLED_UPSTREAM=" + up.URL, "THROTTLED_REDIS_URL=" + r.URL(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := startServe(t, cfg)
+	codes := map[int]int{}
+	for i := 0; i < 12; i++ {
+		resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "readme")
+		codes[resp.StatusCode]++
+	}
+	if codes[200] != 10 || codes[429] != 2 {
+		t.Fatalf("codes %v, want 10×200 then 429s (free: 10/s)", codes)
+	}
+	resp, body := call(t, "GET", "http://"+addrs["admin"]+"/v1/tiers", "", "Authorization", "Bearer change-me")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"premium"`) {
+		t.Fatalf("admin API with the README token: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// stack is every part of a running throttled, wired. serve and demo build
+// one; cmd/throttled only wires, the parts live in their packages.
+type stack struct {
+	cfg      *Config
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	rdb      redis.UniversalClient // nil: embedded
+	store    limiter.Store
+	ready    func(context.Context) error
+	enforcer *limiter.Enforcer
+	mults    *pinned
+	tiers    *tierTable
+	admin    *api.Server
+	watcher  *api.Watcher
+	loop     *controller.Loop
+	upstream *upstreamMetrics
+	bulk     map[string]*bulkhead.Bulkhead // per tier; nil: none
+	runners  []func(context.Context) error
+	tierList atomic.Pointer[[]string]
+}
+
+func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {
+	s := &stack{cfg: cfg, log: log, reg: prometheus.NewRegistry(), tiers: &tierTable{}}
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	steps := []func(context.Context) error{s.buildStore, s.buildMultipliers, s.buildEnforcer,
+		s.buildAdmin, s.buildController, s.buildProxyParts}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *stack) close() {
+	if s.rdb != nil {
+		_ = s.rdb.Close()
+	}
+}
+
+// redisClient opens the configured Redis (or cluster) with per-command
+// deadlines honoured, as the fallback needs.
+func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
+	if len(cfg.ClusterAddrs) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, ContextTimeoutEnabled: true,
+			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D()}), nil
+	}
+	opt, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("redis.url: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout.D(), cfg.Timeout.D()
+	return redis.NewClient(opt), nil
+}
+
+func (s *stack) buildStore(ctx context.Context) error {
+	m, err := limiter.NewMetrics(s.reg)
+	if err != nil {
+		return err
+	}
+	if s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
+		mem := limiter.NewMemory()
+		s.store, s.ready = limiter.Instrument(mem, m, "memory"), mem.Ready
+		s.log.Info("store: embedded in-memory (no redis configured)")
+		return nil
+	}
+	if s.rdb, err = redisClient(&s.cfg.Redis); err != nil {
+		return err
+	}
+	shared := limiter.NewRedis(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
+	bm, err := bulkhead.NewMetrics(s.reg)
+	if err != nil {
+		return err
+	}
+	guard, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{
+		Deadline: s.cfg.Fallback.Deadline.D(), OpenTimeout: 500 * time.Millisecond}, bm)
+	if err != nil {
+		return err
+	}
+	fs := limiter.FallbackSettings{Guard: guard, Instances: s.cfg.Fallback.Instances, Metrics: m}
+	if fs.Instances == 0 {
+		hb, err := limiter.NewHeartbeat(s.rdb, limiter.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
+		if err != nil {
+			return err
+		}
+		fs.Counter = hb
+		s.runners = append(s.runners, func(ctx context.Context) error {
+			err := hb.Run(ctx)
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_ = hb.Stop(stopCtx)
+			return err
+		})
+	}
+	fb, err := limiter.NewFallback(shared, fs, s.reg)
+	if err != nil {
+		return err
+	}
+	s.store, s.ready = limiter.Instrument(fb, m, "redis"), shared.Ready
+	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
+	return nil
+}
+
+func (s *stack) buildMultipliers(ctx context.Context) error {
+	s.mults = &pinned{now: time.Now}
+	if s.rdb == nil {
+		s.mults.src = &localMultipliers{}
+		return nil
+	}
+	sub, err := limiter.NewMultiplierSubscriber(s.rdb, limiter.MultiplierSettings{Prefix: s.cfg.Redis.Prefix,
+		StaleAfter: s.cfg.Controller.StaleAfter.D(), Logger: s.log}, s.reg)
+	if err != nil {
+		return err
+	}
+	s.mults.src = sub
+	s.runners = append(s.runners, sub.Run)
+	return nil
+}
+
+func (s *stack) buildEnforcer(ctx context.Context) error {
+	id, err := identifierOf(&s.cfg.Identity)
+	if err != nil {
+		return err
+	}
+	policy, err := policyOf(s.cfg.apiConfig())
+	if err != nil {
+		return err
+	}
+	top := limiter.NewTopK(20)
+	if err := s.reg.Register(top); err != nil {
+		return err
+	}
+	s.enforcer, err = limiter.NewEnforcer(s.store, policy, limiter.EnforcerSettings{
+		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Refusals: top})
+	return err
+}
+
+func identifierOf(c *IdentityConfig) (limiter.Identifier, error) {
+	is := limiter.IdentitySettings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix}
+	for _, p := range c.TrustedProxies {
+		pfx, err := parsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("identity.trusted_proxies: %q: %w", p, err)
+		}
+		is.TrustedProxies = append(is.TrustedProxies, pfx)
+	}
+	jc := limiter.JWTConfig{Issuer: c.JWT.Issuer, Audience: c.JWT.Audience, Leeway: c.JWT.Leeway.D()}
+	switch {
+	case c.JWT.Secret != "":
+		jc.Secret = []byte(c.JWT.Secret)
+	case c.JWT.PublicKeyFile != "":
+		pem, err := os.ReadFile(c.JWT.PublicKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("identity.jwt.public_key_file: %w", err)
+		}
+		jc.PublicKeyPEM = pem
+	default:
+		return limiter.NewIdentifier(is)
+	}
+	v, err := limiter.NewJWTVerifier(jc)
+	if err != nil {
+		return nil, fmt.Errorf("identity.jwt: %w", err)
+	}
+	is.JWT = v
+	return limiter.NewIdentifier(is)
+}

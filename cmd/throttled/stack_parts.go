@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"sort"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/signals"
+)
+
+func (s *stack) buildAdmin(ctx context.Context) error {
+	tokens, err := api.TokensFromEnv(os.Environ())
+	if err != nil {
+		return err
+	}
+	for role, tok := range s.cfg.Admin.Tokens {
+		r, err := api.ParseRole(role)
+		if err != nil {
+			return err
+		}
+		tokens[role] = api.Token{Token: tok, Role: r}
+	}
+	var st api.Store
+	if s.rdb != nil {
+		st, err = api.NewRedisStore(s.rdb, api.StoreSettings{Prefix: s.cfg.Redis.Prefix})
+	} else {
+		st, err = api.NewMemoryStore(api.StoreSettings{})
+	}
+	if err != nil {
+		return err
+	}
+	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
+	status.sub, _ = s.mults.src.(*limiter.MultiplierSubscriber)
+	s.admin, err = api.New(ctx, api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
+		Initial: s.cfg.apiConfig(), Multipliers: status, Registerer: s.reg, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: validatePolicy, OnChange: s.apply,
+		OnError: func(err error) { s.log.Warn("admin config", "err", err) }})
+	if err != nil {
+		return err
+	}
+	s.runners = append(s.runners, s.watcher.Run)
+	return nil
+}
+
+// apply puts a new admin configuration in force on this instance.
+func (s *stack) apply(snap api.Snapshot) {
+	p, err := policyOf(snap.Config)
+	if err == nil {
+		err = s.enforcer.SetPolicy(p)
+	}
+	if err != nil {
+		s.log.Error("config not applied; the last good one stays", "version", snap.Version, "err", err)
+		return
+	}
+	assign := make(map[string]string, len(snap.Config.Assignments))
+	for k, v := range snap.Config.Assignments {
+		assign[k] = v
+	}
+	s.tiers.m.Store(&assign)
+	pins := make(map[string]api.Pin, len(snap.Pins))
+	for k, v := range snap.Pins {
+		pins[k] = v
+	}
+	s.mults.setPins(pins)
+	names := make([]string, 0, len(snap.Config.Tiers))
+	for n := range snap.Config.Tiers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s.tierList.Store(&names)
+	s.log.Info("config applied", "version", snap.Version, "tiers", len(names), "rules", len(p.Rules))
+}
+
+func (s *stack) tierNames() []string {
+	if l := s.tierList.Load(); l != nil {
+		return *l
+	}
+	return sortedTiers(s.cfg.Tiers)
+}
+
+func (s *stack) buildController(ctx context.Context) error {
+	cc := &s.cfg.Controller
+	if cc.Disabled {
+		return nil
+	}
+	src, err := s.signalSource()
+	if err != nil {
+		return err
+	}
+	targets := map[signals.Kind]float64{signals.Latency: cc.LatencyTarget.D().Seconds(), signals.ErrorRatio: cc.ErrorRatioTarget}
+	if cc.SaturationTarget > 0 {
+		targets[signals.Saturation] = cc.SaturationTarget
+	}
+	law, err := controller.NewLaw(controllerSettings(s.cfg, s.cfg.Tiers))
+	if err != nil {
+		return err
+	}
+	var pub controller.Publisher
+	var lease controller.Lease
+	if s.rdb == nil {
+		pub, lease = s.mults.src.(*localMultipliers), localLease{}
+	} else {
+		mp, err := limiter.NewMultiplierPublisher(s.rdb, limiter.MultiplierSettings{Prefix: s.cfg.Redis.Prefix})
+		if err != nil {
+			return err
+		}
+		l, err := limiter.NewLease(s.rdb, s.cfg.Redis.Prefix+"controller:leader", cc.LeaseTTL.D())
+		if err != nil {
+			return err
+		}
+		pub, lease = redisPublisher{mp}, l
+	}
+	s.loop, err = controller.NewLoop(law, signalSource{src: src, targets: targets}, pub, lease, s.reg, controller.WithLogger(s.log))
+	if err != nil {
+		return err
+	}
+	s.runners = append(s.runners, s.loop.Run)
+	return nil
+}
+
+// Upstream metric names: the in-process signal source reads them.
+const (
+	upstreamLatency  = "throttled_upstream_request_duration_seconds"
+	upstreamRequests = "throttled_upstream_requests_total"
+)
+
+func (s *stack) signalSource() (signals.Source, error) {
+	p := &s.cfg.Prometheus
+	if p.URL != "" {
+		s.log.Info("signals: prometheus", "url", p.URL)
+		return signals.NewPrometheus(signals.PrometheusSettings{URL: p.URL, LatencyQuery: p.LatencyQuery,
+			ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery, Timeout: p.Timeout.D()}, s.reg)
+	}
+	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", upstreamLatency)
+	return signals.NewInProcess(s.reg, signals.InProcessSettings{LatencyHistogram: upstreamLatency,
+		RequestsCounter: upstreamRequests}, s.reg)
+}
+
+func (s *stack) buildProxyParts(ctx context.Context) error {
+	var err error
+	if s.upstream, err = newUpstreamMetrics(s.reg); err != nil {
+		return err
+	}
+	if len(s.cfg.Bulkheads) == 0 {
+		return nil
+	}
+	bm, err := bulkhead.NewMetrics(s.reg)
+	if err != nil {
+		return err
+	}
+	s.bulk = make(map[string]*bulkhead.Bulkhead, len(s.cfg.Bulkheads))
+	for tier, b := range s.cfg.Bulkheads {
+		bh, err := bulkhead.New("tier:"+tier, bulkhead.Settings{Limit: b.Limit, MaxQueue: b.Queue, MaxWait: b.MaxWait.D()}, bm)
+		if err != nil {
+			return err
+		}
+		s.bulk[tier] = bh
+	}
+	return nil
+}
+
+// redactURL hides a password in a URL for logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/api"
+)
+
+// validate reports every problem it finds, each at its YAML path.
+func (c *Config) validate() []fieldErr {
+	var errs []fieldErr
+	add := func(path, msg string) { errs = append(errs, fieldErr{path, msg}) }
+	for path, addr := range map[string]string{"listen": c.Listen, "admin.listen": c.Admin.Listen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			add(path, "want host:port: "+err.Error())
+		}
+	}
+	if c.Upstream != "" {
+		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("upstream", "want an http:// or https:// URL with a host")
+		}
+	}
+	if c.Redis.URL != "" {
+		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
+			add("redis.url", err.Error())
+		}
+	}
+	if c.Prometheus.URL != "" {
+		if u, err := url.Parse(c.Prometheus.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			add("prometheus.url", "want an http:// or https:// URL")
+		}
+	}
+	for role, tok := range c.Admin.Tokens {
+		if _, err := api.ParseRole(role); err != nil {
+			add("admin.tokens."+role, "want read or write as the key")
+		}
+		if tok == "" {
+			add("admin.tokens."+role, "empty token")
+		}
+	}
+	errs = append(errs, c.validateController()...)
+	errs = append(errs, c.validateIdentity()...)
+	errs = append(errs, c.validatePolicy()...)
+	return errs
+}
+
+func (c *Config) validateController() []fieldErr {
+	var errs []fieldErr
+	cc := &c.Controller
+	check := func(ok bool, path, msg string) {
+		if !ok {
+			errs = append(errs, fieldErr{path, msg})
+		}
+	}
+	check(cc.Period.D() >= 100*time.Millisecond && cc.Period.D() <= time.Hour, "controller.period", "want 100ms..1h")
+	check(cc.ErrorRatioTarget > 0 && cc.ErrorRatioTarget < 1, "controller.error_ratio_target", "want a ratio in (0, 1)")
+	check(cc.SaturationTarget >= 0, "controller.saturation_target", "must not be negative")
+	check(cc.Headroom >= 0 && cc.Headroom < 1, "controller.headroom", "want [0, 1)")
+	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
+	check(c.Fallback.Instances >= 0 && c.Fallback.Instances <= 10000, "fallback.instances", "want 0..10000")
+	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
+	check(c.Log.Level == "debug" || c.Log.Level == "info" || c.Log.Level == "warn" || c.Log.Level == "error",
+		"log.level", "want debug, info, warn or error")
+	for tier, b := range c.Bulkheads {
+		if _, ok := c.Tiers[tier]; !ok {
+			errs = append(errs, fieldErr{"bulkheads." + tier, "no such tier"})
+		}
+		check(b.Limit >= 1 && b.Limit <= 1_000_000, "bulkheads."+tier+".limit", "want 1..1000000")
+		check(b.Queue >= 0, "bulkheads."+tier+".queue", "must not be negative")
+	}
+	return errs
+}
+
+func (c *Config) validateIdentity() []fieldErr {
+	var errs []fieldErr
+	for i, p := range c.Identity.TrustedProxies {
+		if _, err := parsePrefix(p); err != nil {
+			errs = append(errs, fieldErr{"identity.trusted_proxies[" + itoa(i) + "]", err.Error()})
+		}
+	}
+	if n := c.Identity.IPv6Prefix; n < 0 || n > 128 {
+		errs = append(errs, fieldErr{"identity.ipv6_prefix", "want 1..128 (0: 64)"})
+	}
+	j := &c.Identity.JWT
+	if j.Secret != "" && j.PublicKeyFile != "" {
+		errs = append(errs, fieldErr{"identity.jwt", "set secret or public_key_file, not both"})
+	}
+	if j.PublicKeyFile != "" {
+		if _, err := os.Stat(j.PublicKeyFile); err != nil {
+			errs = append(errs, fieldErr{"identity.jwt.public_key_file", err.Error()})
+		}
+	}
+	return errs
+}
+
+func (c *Config) validatePolicy() []fieldErr {
+	if len(c.Tiers) == 0 {
+		return []fieldErr{{"tiers", "at least one tier is needed"}}
+	}
+	ac := c.apiConfig()
+	if err := api.ValidateConfig(ac); err != nil {
+		return []fieldErr{asFieldErr(err)}
+	}
+	if err := validatePolicy(ac); err != nil {
+		return []fieldErr{asFieldErr(err)}
+	}
+	return nil
+}
+
+func asFieldErr(err error) fieldErr {
+	var fe *api.FieldError
+	if errors.As(err, &fe) {
+		return fieldErr{fe.Field, fe.Msg}
+	}
+	return fieldErr{"config", err.Error()}
+}
+
+// parsePrefix reads a CIDR or a single address.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, errors.New("want a CIDR like 10.0.0.0/8 or an address")
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
