@@ -1,0 +1,262 @@
+package dashboards
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// histograms are the product's histograms: they expose _bucket, _sum and
+// _count series.
+var histograms = map[string]bool{
+	"throttled_decision_duration_seconds":         true,
+	"throttled_upstream_request_duration_seconds": true,
+}
+
+// productMetrics are the metric names throttled exports (the contract the
+// dashboards and rules are written against).
+var productMetrics = map[string]bool{
+	"throttled_decisions_total":                   true,
+	"throttled_decision_duration_seconds":         true,
+	"throttled_store_errors_total":                true,
+	"throttled_top_consumers":                     true,
+	"throttled_tier_multiplier":                   true,
+	"throttled_controller_signal":                 true,
+	"throttled_controller_steps_total":            true,
+	"throttled_controller_leader":                 true,
+	"throttled_breaker_state":                     true,
+	"throttled_bulkhead_inflight":                 true,
+	"throttled_bulkhead_rejected_total":           true,
+	"throttled_fallback_active":                   true,
+	"throttled_signals_reads_total":               true,
+	"throttled_multiplier_age_seconds":            true,
+	"throttled_upstream_requests_total":           true,
+	"throttled_upstream_request_duration_seconds": true,
+}
+
+var metricName = regexp.MustCompile(`\bthrottled_[a-z0-9_]+`)
+
+// unknownMetrics returns the throttled_* names in expr that the product
+// does not export.
+func unknownMetrics(expr string) []string {
+	var out []string
+	for _, m := range metricName.FindAllString(expr, -1) {
+		base := m
+		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(m, suf); ok && histograms[b] {
+				base = b
+			}
+		}
+		if !productMetrics[base] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestUnknownMetricsIsCaught(t *testing.T) {
+	for expr, want := range map[string]string{
+		`rate(throttled_decisions_total[1m])`:                                           "",
+		`histogram_quantile(0.9, rate(throttled_decision_duration_seconds_bucket[1m]))`: "",
+		`rate(throttled_decision_total[1m])`:                                            "throttled_decision_total",
+		`max(throttled_tier_multipliers)`:                                               "throttled_tier_multipliers",
+		`sum(throttled_fallback_active_bucket)`:                                         "throttled_fallback_active_bucket",
+	} {
+		if got := strings.Join(unknownMetrics(expr), ","); got != want {
+			t.Errorf("unknownMetrics(%q) = %q, want %q", expr, got, want)
+		}
+	}
+}
+
+// provisionedUID is the uid of the Prometheus datasource Grafana provisions.
+func provisionedUID(t *testing.T) string {
+	t.Helper()
+	var f struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			Name, Type, UID, URL string
+		} `yaml:"datasources"`
+	}
+	readYAML(t, datasourceFile, &f)
+	if f.APIVersion != 1 || len(f.Datasources) != 1 {
+		t.Fatalf("%s: want apiVersion 1 and one datasource, got %+v", datasourceFile, f)
+	}
+	ds := f.Datasources[0]
+	if ds.Type != "prometheus" || ds.UID == "" || ds.Name == "" || ds.URL == "" {
+		t.Fatalf("%s: want a named prometheus datasource with a uid and url, got %+v", datasourceFile, ds)
+	}
+	return ds.UID
+}
+
+func TestDashboardsHaveWhatGrafanaNeeds(t *testing.T) {
+	uid := provisionedUID(t)
+	uids := map[string]string{}
+	for _, d := range loadDashboards(t) {
+		if prev, dup := uids[d.UID]; dup {
+			t.Errorf("%s: uid %q already used by %s", d.file, d.UID, prev)
+		}
+		uids[d.UID] = d.file
+		for _, err := range checkDashboard(d, uid) {
+			t.Errorf("%s: %v", d.file, err)
+		}
+	}
+}
+
+// checkDashboard lists what Grafana would reject or show broken.
+func checkDashboard(d dashboard, dsUID string) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if d.UID == "" || len(d.UID) > 40 {
+		fail("uid %q: want 1..40 characters", d.UID)
+	}
+	if d.Title == "" {
+		fail("no title")
+	}
+	if d.SchemaVersion < 36 {
+		fail("schemaVersion %d: want at least 36 (datasource references by uid)", d.SchemaVersion)
+	}
+	if len(d.Templating.List) > 0 {
+		fail("template variables are not substituted by the live PromQL test; extend grafanaMacros first")
+	}
+	ps := d.allPanels()
+	if len(ps) == 0 {
+		fail("no panels")
+	}
+	ids := map[int]string{}
+	for _, p := range ps {
+		if prev, dup := ids[p.ID]; dup || p.ID <= 0 {
+			fail("panel %q: id %d is not positive or already used by %q", p.Title, p.ID, prev)
+		}
+		ids[p.ID] = p.Title
+		if p.Type == "row" {
+			continue
+		}
+		for _, err := range checkPanel(p, dsUID) {
+			fail("panel %d %q: %v", p.ID, p.Title, err)
+		}
+	}
+	return errs
+}
+
+func checkPanel(p panel, dsUID string) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if p.Title == "" || p.Type == "" {
+		fail("want a title and a type")
+	}
+	if g := p.GridPos; g.W < 1 || g.H < 1 || g.X < 0 || g.X+g.W > 24 || g.Y < 0 {
+		fail("gridPos %+v is outside the 24-column grid", g)
+	}
+	if p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != dsUID {
+		fail("datasource %+v: want {prometheus %s}", p.Datasource, dsUID)
+	}
+	if len(p.Targets) == 0 {
+		fail("no targets")
+	}
+	refs := map[string]bool{}
+	for _, tg := range p.Targets {
+		if tg.RefID == "" || refs[tg.RefID] {
+			fail("target refId %q is empty or repeated", tg.RefID)
+		}
+		refs[tg.RefID] = true
+		if strings.TrimSpace(tg.Expr) == "" {
+			fail("target %s has no expr", tg.RefID)
+		}
+		if tg.Datasource != nil && (tg.Datasource.UID != dsUID || tg.Datasource.Type != "prometheus") {
+			fail("target %s datasource %+v: want {prometheus %s}", tg.RefID, *tg.Datasource, dsUID)
+		}
+		if u := unknownMetrics(tg.Expr); len(u) > 0 {
+			fail("target %s uses metrics throttled does not export: %v", tg.RefID, u)
+		}
+		if rest := grafanaMacros.Replace(tg.Expr); strings.Contains(rest, "$") {
+			fail("target %s uses a Grafana variable the tests do not know: %s", tg.RefID, rest)
+		}
+	}
+	return errs
+}
+
+// TestCheckDashboardCatchesBreakage feeds checkDashboard broken dashboards.
+func TestCheckDashboardCatchesBreakage(t *testing.T) {
+	good := func() dashboard {
+		p := panel{ID: 1, Type: "timeseries", Title: "x", Datasource: &dsRef{"prometheus", "prometheus"},
+			Targets: []target{{Expr: "up", RefID: "A"}}}
+		p.GridPos.W, p.GridPos.H = 12, 8
+		return dashboard{file: "x.json", UID: "x", Title: "x", SchemaVersion: 39, Panels: []panel{p}}
+	}
+	if errs := checkDashboard(good(), "prometheus"); len(errs) > 0 {
+		t.Fatalf("good dashboard: %v", errs)
+	}
+	for name, breakIt := range map[string]func(*dashboard){
+		"no uid":        func(d *dashboard) { d.UID = "" },
+		"no title":      func(d *dashboard) { d.Title = "" },
+		"old schema":    func(d *dashboard) { d.SchemaVersion = 16 },
+		"no panels":     func(d *dashboard) { d.Panels = nil },
+		"dup id":        func(d *dashboard) { d.Panels = append(d.Panels, d.Panels[0]) },
+		"no targets":    func(d *dashboard) { d.Panels[0].Targets = nil },
+		"no expr":       func(d *dashboard) { d.Panels[0].Targets[0].Expr = " " },
+		"no refId":      func(d *dashboard) { d.Panels[0].Targets[0].RefID = "" },
+		"other ds":      func(d *dashboard) { d.Panels[0].Datasource = &dsRef{"prometheus", "other"} },
+		"no ds":         func(d *dashboard) { d.Panels[0].Datasource = nil },
+		"unknown var":   func(d *dashboard) { d.Panels[0].Targets[0].Expr = "up{job=~\"$job\"}" },
+		"typo metric":   func(d *dashboard) { d.Panels[0].Targets[0].Expr = "throttled_decision_total" },
+		"off the grid":  func(d *dashboard) { d.Panels[0].GridPos.X = 20 },
+		"target ds uid": func(d *dashboard) { d.Panels[0].Targets[0].Datasource = &dsRef{"prometheus", "x"} },
+	} {
+		d := good()
+		d.Panels = append([]panel(nil), d.Panels...)
+		d.Panels[0].Targets = append([]target(nil), d.Panels[0].Targets...)
+		breakIt(&d)
+		if errs := checkDashboard(d, "prometheus"); len(errs) == 0 {
+			t.Errorf("%s: checkDashboard found nothing wrong", name)
+		}
+	}
+}
+
+// TestDashboardsCoverTheProduct requires a panel for each thing operators
+// watch (the issue's list).
+func TestDashboardsCoverTheProduct(t *testing.T) {
+	var exprs []string
+	for _, q := range dashboardQueries(t) {
+		exprs = append(exprs, q.expr)
+	}
+	all := strings.Join(exprs, "\n")
+	for what, re := range map[string]string{
+		"decisions by tier and decision": `sum by \(tier, decision\) \(rate\(throttled_decisions_total`,
+		"429 ratio":                      `decision=~"over_quota\|fallback_over_quota"`,
+		"503 ratio":                      `decision=~"shed\|fallback_shed"`,
+		"decision latency p50":           `histogram_quantile\(0\.5, [^\n]*throttled_decision_duration_seconds_bucket`,
+		"decision latency p99":           `histogram_quantile\(0\.99, [^\n]*throttled_decision_duration_seconds_bucket`,
+		"multipliers":                    `throttled_tier_multiplier`,
+		"signals":                        `throttled_controller_signal`,
+		"breaker state":                  `throttled_breaker_state`,
+		"bulkhead in flight":             `throttled_bulkhead_inflight`,
+		"bulkhead rejections":            `throttled_bulkhead_rejected_total`,
+		"top consumers":                  `topk\(\d+, [^\n]*throttled_top_consumers`,
+		"controller leader":              `throttled_controller_leader`,
+		"controller steps":               `throttled_controller_steps_total`,
+		"store errors":                   `throttled_store_errors_total`,
+		"fallback":                       `throttled_fallback_active`,
+	} {
+		if !regexp.MustCompile(re).MatchString(all) {
+			t.Errorf("no dashboard panel shows %s (no expr matches %s)", what, re)
+		}
+	}
+}
+
+// TestPanelTitlesAreUnique: the live test finds panels by title across
+// all dashboards, and operators search by title too.
+func TestPanelTitlesAreUnique(t *testing.T) {
+	seen := map[string]string{}
+	n := 0
+	for _, d := range loadDashboards(t) {
+		for _, p := range d.allPanels() {
+			if prev, dup := seen[p.Title]; dup {
+				t.Errorf("%s: panel title %q is already used in %s", d.file, p.Title, prev)
+			}
+			seen[p.Title] = d.file
+			n += len(p.Targets)
+		}
+	}
+	t.Logf("%d panels, %d queries", len(seen), n)
+}
