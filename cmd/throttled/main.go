@@ -2,7 +2,7 @@
 //
 //	throttled serve --config FILE   the proxy, admin API, controller, /metrics, /healthz, /readyz
 //	throttled config check FILE     validate a configuration
-//	throttled demo      run the limiter on embedded defaults and show what it decides
+//	throttled demo      simulated overload on embedded defaults, live table
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
 //	throttled version   print the version
 package main
@@ -62,7 +62,7 @@ func usage(w io.Writer) {
 commands:
   serve     run the proxy, admin API, controller and /metrics (--config FILE)
   config    check FILE: validate a configuration, errors with line numbers
-  demo      run the limiter on embedded defaults and show what it decides
+  demo      simulated overload: backend, free and premium clients, proxy and controller (--duration)
   bench     measure decisions/s and latency of a store (--store memory|redis, --json)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version
