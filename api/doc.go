@@ -34,8 +34,8 @@
 //
 // Bodies are decoded strictly: unknown fields (matched case-sensitively),
 // wrong types, bad durations and trailing data are 400 naming the field;
-// bodies over Settings.MaxBodyBytes (1 MiB) are 413 Content Too Large, with
-// the same JSON error and field "body". Then the whole Config
+// bodies over Settings.MaxBodyBytes (1 MiB) are 400 too, naming the field
+// "body". Then the whole Config
 // the write would produce is checked — ValidateConfig (names, ranges: no
 // negative, zero where not allowed, NaN, ±Inf or absurd numbers), pins, and
 // the injected Settings.Validate hook — and only a valid result is written.

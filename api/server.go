@@ -61,7 +61,7 @@ type Settings struct {
 	// Now is the clock of audit entries, pins and multiplier ages. Nil
 	// means time.Now.
 	Now func() time.Time
-	// MaxBodyBytes bounds request bodies; larger ones get 413. Zero means
+	// MaxBodyBytes bounds request bodies; larger ones get 400 naming "body". Zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 }
@@ -248,7 +248,7 @@ func (sv *Server) handleError(err error, c echo.Context) {
 		body, code = errorBody{Error: fe.Field + ": " + fe.Msg, Field: fe.Field}, http.StatusBadRequest
 	case errors.Is(err, errTooLarge):
 		body = errorBody{Error: fmt.Sprintf("body: larger than %d bytes", sv.s.MaxBodyBytes), Field: "body"}
-		code = http.StatusRequestEntityTooLarge
+		code = http.StatusBadRequest
 	case errors.As(err, &he):
 		body, code = errorBody{Error: fmt.Sprint(he.Message)}, he.Code
 	}
