@@ -391,3 +391,36 @@ func TestRefusedClientsCountedWithoutSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayModeOnRedis: with real time and a real Redis, a request that
+// would be refused waits for capacity instead (both adapters).
+func TestDelayModeOnRedis(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, wrap func(*limiter.Enforcer) http.Handler, store limiter.Store) {
+		p := limiter.Policy{Tiers: testTiers, Rules: []limiter.HTTPRule{
+			{Name: "smooth", Path: "/", Keys: []string{"ip"}, Limit: 10, Period: time.Second, Burst: 1,
+				Mode: limiter.Delay, MaxWait: 2 * time.Second},
+		}}
+		e, err := limiter.NewEnforcer(store, p, limiter.EnforcerSettings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := wrap(e)
+		start := time.Now()
+		for i := 0; i < 4; i++ {
+			if w := get(t, h, "/"); w.Code != 200 {
+				t.Fatalf("request %d: %d, want 200 after waiting", i+1, w.Code)
+			}
+		}
+		// Burst 1 at 10/s: the last three each waited for a token (≈100 ms).
+		if el := time.Since(start); el < 250*time.Millisecond {
+			t.Fatalf("4 requests through a 10/s, burst-1 rule in %v: nobody waited", el)
+		}
+		p.Rules[0].MaxWait = 10 * time.Millisecond
+		if err := e.SetPolicy(p); err != nil {
+			t.Fatal(err)
+		}
+		if w := get(t, h, "/"); w.Code != 429 {
+			t.Fatalf("wait over max_wait: %d, want 429", w.Code)
+		}
+	})
+}
