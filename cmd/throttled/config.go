@@ -20,21 +20,24 @@ import (
 // environment variable THROTTLED_<PATH> (for example THROTTLED_REDIS_URL,
 // THROTTLED_ADMIN_LISTEN, THROTTLED_CONTROLLER_PERIOD).
 type Config struct {
-	Listen        string              `yaml:"listen"`   // proxy listener (with upstream)
-	Upstream      string              `yaml:"upstream"` // "" = no proxy
-	Admin         AdminConfig         `yaml:"admin"`
-	Redis         RedisConfig         `yaml:"redis"`
-	Prometheus    PrometheusConfig    `yaml:"prometheus"`
-	Controller    ControllerConfig    `yaml:"controller"`
-	Identity      IdentityConfig      `yaml:"identity"`
-	Fallback      FallbackConfig      `yaml:"fallback"`
-	Bulkheads     map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
-	Log           LogConfig           `yaml:"log"`
-	Tiers         map[string]api.Tier `yaml:"tiers"`
-	Rules         []api.Rule          `yaml:"rules"`
-	DefaultTier   string              `yaml:"default_tier"`
-	AnonymousTier string              `yaml:"anonymous_tier"`
-	Assignments   map[string]string   `yaml:"assignments"` // client key → tier
+	Listen     string              `yaml:"listen"`   // proxy listener (with upstream)
+	Upstream   string              `yaml:"upstream"` // "" = no proxy
+	Admin      AdminConfig         `yaml:"admin"`
+	Redis      RedisConfig         `yaml:"redis"`
+	Prometheus PrometheusConfig    `yaml:"prometheus"`
+	Controller ControllerConfig    `yaml:"controller"`
+	Identity   IdentityConfig      `yaml:"identity"`
+	Fallback   FallbackConfig      `yaml:"fallback"`
+	Bulkheads  map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
+	// RouteBulkheads bound the requests in flight per path prefix (proxy mode).
+	RouteBulkheads  map[string]Bulkhead `yaml:"route_bulkheads"`
+	UpstreamBreaker BreakerConfig       `yaml:"upstream_breaker"`
+	Log             LogConfig           `yaml:"log"`
+	Tiers           map[string]api.Tier `yaml:"tiers"`
+	Rules           []api.Rule          `yaml:"rules"`
+	DefaultTier     string              `yaml:"default_tier"`
+	AnonymousTier   string              `yaml:"anonymous_tier"`
+	Assignments     map[string]string   `yaml:"assignments"` // client key → tier
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
@@ -107,6 +110,17 @@ type Bulkhead struct {
 	MaxWait api.Duration `yaml:"max_wait"`
 }
 
+// BreakerConfig trips a circuit breaker per upstream route (path prefix in
+// Routes; other paths share the "default" breaker) on 5xx answers and on
+// answers slower than Deadline; while open, requests get a fast 503.
+type BreakerConfig struct {
+	Enabled             bool         `yaml:"enabled"`
+	Routes              []string     `yaml:"routes"`
+	ConsecutiveFailures int          `yaml:"consecutive_failures"`
+	OpenTimeout         api.Duration `yaml:"open_timeout"`
+	Deadline            api.Duration `yaml:"deadline"`
+}
+
 // LogConfig sets the log level: debug, info, warn or error.
 type LogConfig struct {
 	Level string `yaml:"level"`
@@ -125,6 +139,7 @@ func (c *Config) defaults() {
 	setDefault(&c.Controller.StaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
+	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -6,6 +6,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,16 +58,20 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // proxyHandler enforces the rules, then the tier's bulkhead, then proxies
 // to upstream.
 func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
+	transport := s.upstream.wrap(http.DefaultTransport)
+	if s.breakers != nil {
+		routes := s.cfg.UpstreamBreaker.Routes
+		transport = s.breakers.RoundTripper(transport, func(r *http.Request) string {
+			return "upstream:" + routeOf(r.URL.Path, routes, "default")
+		})
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.SetXForwarded()
 		},
-		Transport: s.upstream.wrap(http.DefaultTransport),
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			s.log.Warn("upstream", "err", err)
-			w.WriteHeader(http.StatusBadGateway)
-		},
+		Transport:    transport,
+		ErrorHandler: s.upstreamError,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := s.enforcer.Check(r.Context(), r)
@@ -75,7 +80,10 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			writeJSON(w, res.Status, res.Body())
 			return
 		}
-		if bh := s.bulk[res.Tier]; bh != nil {
+		for _, bh := range []*bulkhead.Bulkhead{s.bulk[res.Tier], s.routeBulk[routeOf(r.URL.Path, s.routes, "")]} {
+			if bh == nil {
+				continue
+			}
 			p, err := bh.Acquire(r.Context())
 			if err != nil {
 				s.refuseBulkhead(w, bh, res.Tier, err)
@@ -99,6 +107,36 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 	body := `{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":` +
 		strconv.FormatInt(secs, 10) + `,"tier":"` + tier + `","rule":""}` + "\n"
 	writeJSON(w, http.StatusServiceUnavailable, []byte(body))
+}
+
+// upstreamError answers a failed upstream call: a fast 503 while the
+// route's breaker is open, 502 otherwise.
+func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, bulkhead.ErrOpen) {
+		b, _ := s.breakers.Get("upstream:" + routeOf(r.URL.Path, s.cfg.UpstreamBreaker.Routes, "default"))
+		secs := int64(1)
+		if b != nil {
+			secs = max(1, int64((b.RetryAfter()+time.Second-1)/time.Second))
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"upstream unavailable, retry later","reason":"breaker_open","retry_after_seconds":`+
+			strconv.FormatInt(secs, 10)+"}\n"))
+		return
+	}
+	s.log.Warn("upstream", "err", err)
+	w.WriteHeader(http.StatusBadGateway)
+}
+
+// routeOf is the longest prefix in routes that path falls under, at a
+// segment boundary, or def.
+func routeOf(path string, routes []string, def string) string {
+	best, n := def, -1
+	for _, r := range routes {
+		if (path == r || r == "/" || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/")) && len(r) > n {
+			best, n = r, len(r)
+		}
+	}
+	return best
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {

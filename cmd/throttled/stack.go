@@ -20,22 +20,25 @@ import (
 // stack is every part of a running throttled, wired. serve and demo build
 // one; cmd/throttled only wires, the parts live in their packages.
 type stack struct {
-	cfg      *Config
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	rdb      redis.UniversalClient // nil: embedded
-	store    limiter.Store
-	ready    func(context.Context) error
-	enforcer *limiter.Enforcer
-	mults    *pinned
-	tiers    *tierTable
-	admin    *api.Server
-	watcher  *api.Watcher
-	loop     *controller.Loop
-	upstream *upstreamMetrics
-	bulk     map[string]*bulkhead.Bulkhead // per tier; nil: none
-	runners  []func(context.Context) error
-	tierList atomic.Pointer[[]string]
+	cfg       *Config
+	log       *slog.Logger
+	reg       *prometheus.Registry
+	rdb       redis.UniversalClient // nil: embedded
+	store     limiter.Store
+	ready     func(context.Context) error
+	enforcer  *limiter.Enforcer
+	mults     *pinned
+	tiers     *tierTable
+	admin     *api.Server
+	watcher   *api.Watcher
+	loop      *controller.Loop
+	upstream  *upstreamMetrics
+	bulk      map[string]*bulkhead.Bulkhead // per tier; nil: none
+	routeBulk map[string]*bulkhead.Bulkhead // per path prefix; nil: none
+	routes    []string                      // the prefixes of routeBulk
+	breakers  *bulkhead.BreakerSet          // per upstream route; nil: none
+	runners   []func(context.Context) error
+	tierList  atomic.Pointer[[]string]
 }
 
 func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {

@@ -149,22 +149,43 @@ func (s *stack) buildProxyParts(ctx context.Context) error {
 	if s.upstream, err = newUpstreamMetrics(s.reg); err != nil {
 		return err
 	}
-	if len(s.cfg.Bulkheads) == 0 {
-		return nil
-	}
 	bm, err := bulkhead.NewMetrics(s.reg)
 	if err != nil {
 		return err
 	}
-	s.bulk = make(map[string]*bulkhead.Bulkhead, len(s.cfg.Bulkheads))
-	for tier, b := range s.cfg.Bulkheads {
-		bh, err := bulkhead.New("tier:"+tier, bulkhead.Settings{Limit: b.Limit, MaxQueue: b.Queue, MaxWait: b.MaxWait.D()}, bm)
+	if s.bulk, err = bulkheadsOf("tier:", s.cfg.Bulkheads, bm); err != nil {
+		return err
+	}
+	if s.routeBulk, err = bulkheadsOf("route:", s.cfg.RouteBulkheads, bm); err != nil {
+		return err
+	}
+	for route := range s.cfg.RouteBulkheads {
+		s.routes = append(s.routes, route)
+	}
+	if ub := &s.cfg.UpstreamBreaker; ub.Enabled {
+		s.breakers, err = bulkhead.NewBreakerSet(bulkhead.BreakerSettings{ConsecutiveFailures: ub.ConsecutiveFailures,
+			OpenTimeout: ub.OpenTimeout.D(), Deadline: ub.Deadline.D()}, bm)
 		if err != nil {
 			return err
 		}
-		s.bulk[tier] = bh
 	}
 	return nil
+}
+
+// bulkheadsOf makes one bulkhead per configured name; nil when none.
+func bulkheadsOf(prefix string, conf map[string]Bulkhead, m *bulkhead.Metrics) (map[string]*bulkhead.Bulkhead, error) {
+	if len(conf) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*bulkhead.Bulkhead, len(conf))
+	for name, b := range conf {
+		bh, err := bulkhead.New(prefix+name, bulkhead.Settings{Limit: b.Limit, MaxQueue: b.Queue, MaxWait: b.MaxWait.D()}, m)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = bh
+	}
+	return out, nil
 }
 
 // redactURL hides a password in a URL for logs.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,6 +69,15 @@ func (c *Config) validateController() []fieldErr {
 	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
 	check(c.Log.Level == "debug" || c.Log.Level == "info" || c.Log.Level == "warn" || c.Log.Level == "error",
 		"log.level", "want debug, info, warn or error")
+	for route, b := range c.RouteBulkheads {
+		check(strings.HasPrefix(route, "/"), "route_bulkheads."+route, "a route is a path prefix starting with /")
+		check(b.Limit >= 1 && b.Limit <= 1_000_000, "route_bulkheads."+route+".limit", "want 1..1000000")
+		check(b.Queue >= 0, "route_bulkheads."+route+".queue", "must not be negative")
+	}
+	for i, route := range c.UpstreamBreaker.Routes {
+		check(strings.HasPrefix(route, "/"), "upstream_breaker.routes["+strconv.Itoa(i)+"]", "a route is a path prefix starting with /")
+	}
+	check(c.UpstreamBreaker.ConsecutiveFailures >= 0, "upstream_breaker.consecutive_failures", "must not be negative")
 	for tier, b := range c.Bulkheads {
 		if _, ok := c.Tiers[tier]; !ok {
 			errs = append(errs, fieldErr{"bulkheads." + tier, "no such tier"})
