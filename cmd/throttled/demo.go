@@ -16,6 +16,7 @@ type demoFlags struct {
 	duration      time.Duration
 	redisURL      string
 	prometheusURL string
+	adminListen   string
 	refresh       time.Duration
 	plain         bool
 }
@@ -30,7 +31,8 @@ func demo(args []string, w io.Writer) error {
 	var f demoFlags
 	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run")
 	fs.StringVar(&f.redisURL, "redis-url", "", "use this Redis instead of the in-memory store")
-	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus (it must scrape the demo's /metrics)")
+	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus; it must scrape the demo's /metrics at --admin-listen")
+	fs.StringVar(&f.adminListen, "admin-listen", "127.0.0.1:0", "admin API and /metrics address")
 	fs.DurationVar(&f.refresh, "refresh", time.Second, "table refresh interval")
 	fs.BoolVar(&f.plain, "plain", false, "print rows instead of redrawing the table")
 	if err := fs.Parse(args); err != nil {
@@ -54,13 +56,16 @@ func demoConfig(f demoFlags, upstream string) (*Config, error) {
 	src := fmt.Sprintf(`listen: 127.0.0.1:0
 upstream: %s
 admin:
-  listen: 127.0.0.1:0
+  listen: %s
   tokens:
     write: demo-token-not-for-production
 redis:
   url: %q
 prometheus:
   url: %q
+  # The demo's own upstream metrics, over a short window to follow the run.
+  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_upstream_request_duration_seconds_bucket[10s])))
+  error_ratio_query: (sum(rate(throttled_upstream_requests_total{code=~"5.."}[10s])) or vector(0)) / sum(rate(throttled_upstream_requests_total[10s]))
 tiers:
   free:    { rate: 20,  period: 1s, burst: 20,  priority: 1, beta: 0.5, alpha: 0.1 }
   premium: { rate: 400, period: 1s, burst: 400, priority: 0, beta: 0.8, alpha: 0.2 }
@@ -75,7 +80,7 @@ controller:
   latency_target: 250ms
   headroom: 0.3
   hold_timeout: 10s
-`, upstream, f.redisURL, f.prometheusURL)
+`, upstream, f.adminListen, f.redisURL, f.prometheusURL)
 	return parseConfig([]byte(src), nil)
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // TestDemo runs the demo briefly on embedded defaults: the backend is
@@ -15,7 +17,7 @@ import (
 // cores under -race.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	f := demoFlags{duration: 15 * time.Second, refresh: time.Second, plain: true}
+	f := demoFlags{duration: 15 * time.Second, refresh: time.Second, plain: true, adminListen: "127.0.0.1:0"}
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
 	defer cancel()
 	v, err := runDemo(ctx, f, &out)
@@ -37,5 +39,26 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "summary after") || !strings.Contains(out.String(), "multiplier") {
 		t.Fatalf("output lacks the table or the summary:\n%s", out.String())
+	}
+}
+
+// TestDemoOnRealParts runs the demo on a real Redis and a real Prometheus
+// that scrapes the demo's /metrics: the controller reads its signals through
+// PromQL and still cuts the free tier.
+func TestDemoOnRealParts(t *testing.T) {
+	r := testenv.StartRedis(t)
+	admin := testenv.Addr(testenv.FreePort(t))
+	prom := testenv.StartPrometheus(t, admin)
+	var out bytes.Buffer
+	f := demoFlags{duration: 24 * time.Second, refresh: time.Second, plain: true, adminListen: admin,
+		redisURL: r.URL(), prometheusURL: prom.URL()}
+	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
+	defer cancel()
+	v, err := runDemo(ctx, f, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.minMult["free"] >= 1 || v.gen.total["free"].shed.Load() == 0 {
+		t.Fatalf("free was never cut on real parts: lowest multiplier %v\n%s", v.minMult["free"], out.String())
 	}
 }
