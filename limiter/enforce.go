@@ -229,6 +229,7 @@ func (e *Enforcer) retryAfter(res *Result) int64 {
 	return s
 }
 
+// sleep waits d, or until ctx ends and then returns ctx.Err().
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -229,7 +229,7 @@ func (s *MultiplierSubscriber) listen(ctx context.Context) {
 			backoff = subMinBackoff
 			s.s.Logger.Warn("limiter: multipliers subscription lost; polling meanwhile", "channel", s.key, "err", err)
 		}
-		if subscriberSleep(ctx, backoff) != nil {
+		if sleep(ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, subMaxBackoff)
@@ -278,16 +278,4 @@ func (s *MultiplierSubscriber) session(ctx context.Context) (up bool, err error)
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// subscriberSleep waits d or until ctx ends, returning ctx.Err() then.
-func subscriberSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

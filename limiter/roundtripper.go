@@ -71,7 +71,7 @@ func (s RetrySettings) withDefaults() (RetrySettings, error) {
 		s.BudgetMinPerSecond = 10
 	}
 	if s.Sleep == nil {
-		s.Sleep = sleepCtx
+		s.Sleep = sleep
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -104,17 +104,6 @@ func (s RetrySettings) validate() error {
 		return bad("BudgetMinPerSecond", s.BudgetMinPerSecond, "a finite number ≥ 0")
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // RetryTransport is an http.RoundTripper that retries requests refused with
