@@ -39,6 +39,26 @@
 // may admit up to 2×Limit across a window boundary, so their effective burst
 // is 2×Limit.
 //
+// # HTTP enforcement
+//
+// An Enforcer applies a Policy (tiers and ordered HTTPRules) to requests: it
+// identifies the client (Identifier: API key, verified JWT subject, client
+// IP through trusted proxies only), finds its tier (TierLookup), reads the
+// tier's multiplier (MultiplierSource, e.g. a MultiplierSubscriber) and asks
+// the Store once per matching rule. A refusal by one rule refunds what the
+// earlier rules took. Middleware (net/http, http.go) and EchoMiddleware
+// (echo.go) are thin adapters over Enforcer.Check; a Result writes the
+// X-RateLimit-* and IETF RateLimit headers and the JSON refusal body.
+//
+// # Failure and coordination
+//
+// Fallback wraps the Redis store behind a Guard (a circuit breaker with a
+// per-decision deadline) and decides by each rule's FallbackPolicy while
+// Redis fails: local (this instance's share of the quota, from a Heartbeat
+// count of live instances), allow or deny. MultiplierPublisher and
+// MultiplierSubscriber carry the controller's multipliers through a Redis
+// hash and channel; Lease elects one controller leader.
+//
 // # Redis
 //
 // The Redis store runs one Lua script per decision through EVALSHA with a
