@@ -219,3 +219,28 @@ func testInvalid(t *testing.T, s limiter.Store) {
 		}
 	}
 }
+
+// TestPeekSpendsNothing: a peek reports what a key has left, on every store
+// and algorithm, and leaves it so.
+func TestPeekSpendsNothing(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore storeFactory) {
+		clock := newFakeClock(t0)
+		s := newStore(t, clock.Now)
+		for _, alg := range limiter.Algorithms() {
+			rule := limiter.Rule{Algorithm: alg, Limit: 5, Period: time.Second, Burst: 5}
+			ctx := context.Background()
+			if _, err := s.Decide(ctx, limiter.Request{Key: "p", Rule: rule, Cost: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				d, err := s.Decide(ctx, limiter.Request{Key: "p", Rule: rule, Peek: true})
+				if err != nil || d.Remaining != 3 || !d.Allowed {
+					t.Fatalf("%v peek %d: %+v %v, want remaining 3", alg, i, d, err)
+				}
+			}
+			if d, _ := s.Decide(ctx, limiter.Request{Key: "p", Rule: rule, Cost: 3}); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("%v: after peeks %+v, want the 3 left spendable", alg, d)
+			}
+		}
+	})
+}

@@ -424,3 +424,20 @@ func TestDelayModeOnRedis(t *testing.T) {
 		}
 	})
 }
+
+func TestInspectReadsWithoutSpending(t *testing.T) {
+	e, err := limiter.NewEnforcer(limiter.NewMemory(), perKeyPolicy(), limiter.EnforcerSettings{
+		Identifier: apiKeyIdentifier{}, Tiers: assignments{"pat": "premium"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Middleware(okHandler())
+	get(t, h, "/", "X-API-Key", "pat")
+	get(t, h, "/", "X-API-Key", "pat")
+	for i := 0; i < 2; i++ {
+		st, err := e.Inspect(context.Background(), "pat")
+		if err != nil || len(st) != 1 || st[0].Rule != "per-key" || st[0].Tier != "premium" || st[0].Limit != 5 || st[0].Remaining != 3 {
+			t.Fatalf("inspect %d: %+v %v, want per-key premium 3 of 5 left", i, st, err)
+		}
+	}
+}

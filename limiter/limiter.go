@@ -162,11 +162,16 @@ type Request struct {
 	// Refund gives Cost back to the key instead of spending it: used when a
 	// later rule refuses a request that earlier rules admitted.
 	Refund bool
+	// Peek reads the key's state (Remaining, ResetAfter) at now without
+	// spending anything; Cost is ignored.
+	Peek bool
 }
 
 // normalize fills defaults and validates r.
 func (r *Request) normalize() error {
-	if r.Cost == 0 {
+	if r.Peek { // a refund of nothing: refill to now, spend nothing
+		r.Cost, r.Refund = 0, true
+	} else if r.Cost == 0 {
 		r.Cost = 1
 	}
 	if r.Multiplier == 0 {

@@ -126,3 +126,10 @@ func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
 	}
 	return out
 }
+
+// bucketInspector shows a key's buckets in GET /v1/keys/{key}.
+type bucketInspector struct{ e *limiter.Enforcer }
+
+func (b bucketInspector) Inspect(ctx context.Context, key string) (any, error) {
+	return b.e.Inspect(ctx, key)
+}

@@ -127,6 +127,10 @@ func TestServeEmbedded(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	resp, body = call(t, "GET", admin+"/v1/keys/k1", "", "Authorization", "Bearer "+testToken)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"rule":"per-key"`) || !strings.Contains(body, `"remaining":0`) {
+		t.Fatalf("GET /v1/keys/k1: %d %s, want its per-key bucket, empty", resp.StatusCode, body)
+	}
 	if resp, _ := call(t, "GET", admin+"/v1/tiers", ""); resp.StatusCode != 401 {
 		t.Fatalf("admin without token: %d, want 401", resp.StatusCode)
 	}

@@ -37,7 +37,8 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
 	status.sub, _ = s.mults.src.(*limiter.MultiplierSubscriber)
 	s.admin, err = api.New(ctx, api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
-		Initial: s.cfg.apiConfig(), Multipliers: status, Registerer: s.reg, Logger: s.log})
+		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer},
+		Registerer: s.reg, Logger: s.log})
 	if err != nil {
 		return err
 	}
