@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,7 +107,7 @@ var ErrMissingDependency = errors.New("controller: missing dependency")
 
 // Loop runs the law every period and publishes while it leads.
 type Loop struct {
-	law   *Law
+	law   atomic.Pointer[Law] // swapped by SetLaw, read by Run's goroutine
 	src   Source
 	pub   Publisher
 	lease Lease
@@ -132,8 +133,9 @@ func NewLoop(law *Law, src Source, pub Publisher, lease Lease, reg prometheus.Re
 			return nil, fmt.Errorf("%w: %s is nil", ErrMissingDependency, dep.name)
 		}
 	}
-	l := &Loop{law: law, src: src, pub: pub, lease: lease, clock: realClock{}, rnd: rand.Float64,
+	l := &Loop{src: src, pub: pub, lease: lease, clock: realClock{}, rnd: rand.Float64,
 		log: slog.New(slog.DiscardHandler)}
+	l.law.Store(law)
 	for _, o := range opts {
 		o(l)
 	}
@@ -144,6 +146,17 @@ func NewLoop(law *Law, src Source, pub Publisher, lease Lease, reg prometheus.Re
 	l.met = met
 	l.state = law.Init(l.clock.Now())
 	return l, nil
+}
+
+// SetLaw puts a new law in force from the next tick, as when tiers are
+// added or changed at runtime. The state carries over: tiers the new law
+// does not know are dropped, new ones start at their ceiling.
+func (l *Loop) SetLaw(law *Law) error {
+	if law == nil {
+		return fmt.Errorf("%w: law is nil", ErrMissingDependency)
+	}
+	l.law.Store(law)
+	return nil
 }
 
 // State returns the loop's current state (the shadow state on a follower).
@@ -177,7 +190,7 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // delay is the period with its jitter: Period × (1 + Jitter × (2r − 1)).
 func (l *Loop) delay() time.Duration {
-	s := l.law.s
+	s := l.law.Load().s
 	return time.Duration(float64(s.Period) * (1 + s.Jitter*(2*l.rnd()-1)))
 }
 
@@ -187,11 +200,12 @@ func (l *Loop) tick(ctx context.Context) {
 	in := l.read(ctx)
 	publish := l.lead(ctx)
 	now := l.clock.Now()
+	law := l.law.Load()
 	l.mu.Lock()
-	l.state = l.law.Step(l.state, in, now)
+	l.state = law.Step(l.state, in, now)
 	st := l.state
 	l.mu.Unlock()
-	l.met.observe(l.law, in, now)
+	l.met.observe(law, in, now)
 	if !publish {
 		return
 	}
@@ -205,7 +219,7 @@ func (l *Loop) tick(ctx context.Context) {
 
 // callCtx bounds one call to an outside part by the period.
 func (l *Loop) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.law.s.Period)
+	return context.WithTimeout(ctx, l.law.Load().s.Period)
 }
 
 func (l *Loop) read(ctx context.Context) Input {
@@ -269,7 +283,7 @@ func (l *Loop) sync(ctx context.Context) bool {
 		}
 		if found {
 			l.mu.Lock()
-			l.state = l.law.Adopt(l.state, m, l.clock.Now())
+			l.state = l.law.Load().Adopt(l.state, m, l.clock.Now())
 			l.mu.Unlock()
 		}
 	}

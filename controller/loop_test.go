@@ -226,3 +226,32 @@ func TestLoopStateAndLeaderAreSafeDuringRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopSetLawAddsTier: a tier added at runtime (a new law) is stepped and
+// published from the next tick, and the other tiers keep their state.
+func TestLoopSetLawAddsTier(t *testing.T) {
+	h := newHarness(3)
+	var l *Loop
+	read := h.src.read
+	h.src.read = func(tick int, now time.Time) (Input, error) {
+		if tick == 2 {
+			tiers := append(threeTiers().Tiers, Tier{Name: "gold", Priority: 0})
+			if err := l.SetLaw(mustLaw(t, Settings{Tiers: tiers})); err != nil {
+				t.Error(err)
+			}
+		}
+		return read(tick, now)
+	}
+	l = h.loop(t, nil)
+	if err := l.SetLaw(nil); err == nil {
+		t.Fatal("nil law accepted")
+	}
+	h.run(t, l)
+	pub := h.pub.published
+	if len(pub) != 3 || len(pub[1].Tiers) != 3 || len(pub[2].Tiers) != 4 || pub[2].Tiers["gold"] != 1 {
+		t.Fatalf("published %v, want gold (at 1) from the third tick on", pub)
+	}
+	if pub[2].Tiers["free"] > pub[1].Tiers["free"] {
+		t.Fatalf("free went from %v to %v across SetLaw under overload: state was lost", pub[1].Tiers["free"], pub[2].Tiers["free"])
+	}
+}

@@ -269,3 +269,27 @@ func TestReadmeConfigServes(t *testing.T) {
 		t.Fatalf("admin API with the README token: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestServeControllerFollowsNewTiers: a tier created through the admin API
+// is controlled (and published) without a restart.
+func TestServeControllerFollowsNewTiers(t *testing.T) {
+	up := upstreamServer(t)
+	addrs := startServe(t, testConfig(t, up.URL, ""))
+	admin := "http://" + addrs["admin"]
+	resp, body := call(t, "POST", admin+"/v1/tiers", `{"name":"gold","rate":1000,"period":"1s","priority":0}`,
+		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	if resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("create tier: %d %s", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, metrics := call(t, "GET", admin+"/metrics", "")
+		if strings.Contains(metrics, `throttled_tier_multiplier{tier="gold"} 1`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the controller never published the new tier gold")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

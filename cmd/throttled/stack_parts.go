@@ -77,6 +77,15 @@ func (s *stack) apply(snap api.Snapshot) {
 	}
 	sort.Strings(names)
 	s.tierList.Store(&names)
+	if s.loop != nil {
+		law, err := controller.NewLaw(controllerSettings(s.cfg, snap.Config.Tiers))
+		if err == nil {
+			err = s.loop.SetLaw(law)
+		}
+		if err != nil {
+			s.log.Error("controller keeps its previous tiers", "version", snap.Version, "err", err)
+		}
+	}
 	s.log.Info("config applied", "version", snap.Version, "tiers", len(names), "rules", len(p.Rules))
 }
 
