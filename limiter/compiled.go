@@ -114,12 +114,14 @@ func (r *compiledRule) rule(t *Tier) Rule {
 // so a client cannot make the store hold huge keys.
 const maxKeyLen = 128
 
-// key builds the bucket key "<rule>|<value>[|<value>…]", or reports that a
-// key source is absent from the request.
-func (r *compiledRule) key(id *Identity, req *http.Request) (string, bool) {
+// key builds the bucket key "<rule>[|<tier>]|<value>[|<value>…]", or
+// reports that a key source is absent from the request. A rule that spends
+// its client's tier quota keys by tier too: clients of two tiers behind one
+// IP must not share a bucket whose capacity depends on who asked last.
+func (r *compiledRule) key(id *Identity, req *http.Request, t *Tier) (string, bool) {
 	var b strings.Builder
-	b.Grow(len(r.Name) + 48)
-	b.WriteString(r.Name)
+	b.Grow(len(r.Name) + len(t.Name) + 48)
+	r.keyPrefix(&b, t)
 	for _, k := range r.keys {
 		v := k.value(id, req, r)
 		if v == "" {
@@ -128,11 +130,25 @@ func (r *compiledRule) key(id *Identity, req *http.Request) (string, bool) {
 		b.WriteByte('|')
 		b.WriteString(v)
 	}
-	if b.Len() > maxKeyLen {
-		sum := sha256.Sum256([]byte(b.String()))
-		return r.Name + "|sha256:" + hex.EncodeToString(sum[:]), true
+	return bounded(b.String(), r.Name), true
+}
+
+func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
+	b.WriteString(r.Name)
+	if r.own == nil {
+		b.WriteByte('|')
+		b.WriteString(t.Name)
 	}
-	return b.String(), true
+}
+
+// bounded replaces a key longer than maxKeyLen by the rule name and the
+// key's SHA-256.
+func bounded(key, rule string) string {
+	if len(key) <= maxKeyLen {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return rule + "|sha256:" + hex.EncodeToString(sum[:])
 }
 
 func (k *keySource) value(id *Identity, req *http.Request, r *compiledRule) string {

@@ -38,14 +38,14 @@ func FuzzRuleKey(f *testing.F) {
 			if !cr.matches(r.Method, path) {
 				continue
 			}
-			key, ok := cr.key(&id, r)
+			key, ok := cr.key(&id, r, c.def)
 			if !ok {
 				continue
 			}
 			if !strings.HasPrefix(key, cr.Name+"|") {
 				t.Fatalf("key %q does not start with the rule name", key)
 			}
-			if len(key) > maxKeyLen+len(cr.Name)+len("|sha256:")+64 {
+			if len(key) > max(maxKeyLen, len(cr.Name)+len("|sha256:")+64) {
 				t.Fatalf("key of %d bytes", len(key))
 			}
 		}

@@ -110,7 +110,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 			m = e.multiplier(tier.Name)
 			res.Tier = tier.Name
 		}
-		key, ok := cr.key(id, r)
+		key, ok := cr.key(id, r, tier)
 		if !ok {
 			continue
 		}

@@ -441,3 +441,23 @@ func TestInspectReadsWithoutSpending(t *testing.T) {
 		}
 	}
 }
+
+// TestTierQuotaBucketsAreSeparatePerTier: behind one IP, a free client that
+// spends its per-IP quota leaves a premium client's per-IP quota whole.
+func TestTierQuotaBucketsAreSeparatePerTier(t *testing.T) {
+	p := limiter.Policy{Tiers: testTiers, Rules: []limiter.HTTPRule{{Name: "per-ip", Path: "/", Keys: []string{"ip"}}}}
+	e, err := limiter.NewEnforcer(limiter.NewMemory(), p, limiter.EnforcerSettings{
+		Identifier: apiKeyIdentifier{}, Tiers: assignments{"pat": "premium", "fred": "free"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Middleware(okHandler())
+	for i := 0; i < 4; i++ { // free: 3 per minute
+		get(t, h, "/", "X-API-Key", "fred")
+	}
+	w := get(t, h, "/", "X-API-Key", "pat")
+	if w.Code != 200 || w.Header().Get("X-RateLimit-Remaining") != "4" {
+		t.Fatalf("premium behind the same IP: %d remaining %s, want 200 with 4 of 5 left",
+			w.Code, w.Header().Get("X-RateLimit-Remaining"))
+	}
+}

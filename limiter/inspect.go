@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -30,7 +31,11 @@ func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, e
 			continue
 		}
 		r := cr.rule(tier)
-		d, err := e.store.Decide(ctx, Request{Key: cr.Name + "|" + client, Rule: r, Peek: true, Tier: tier.Name,
+		var b strings.Builder
+		cr.keyPrefix(&b, tier)
+		b.WriteByte('|')
+		b.WriteString(client)
+		d, err := e.store.Decide(ctx, Request{Key: bounded(b.String(), cr.Name), Rule: r, Peek: true, Tier: tier.Name,
 			Multiplier: e.multiplier(tier.Name)})
 		if err != nil {
 			return out, err

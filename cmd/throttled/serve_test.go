@@ -191,11 +191,12 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 	var bad atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	limit := time.Now().Add(15 * time.Second) // traffic until recovery is seen, bounded
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for i := 0; i < 2000; i++ {
+			for i := 0; i < 1_000_000 && time.Now().Before(limit); i++ {
 				select {
 				case <-stop:
 					return
@@ -227,7 +228,7 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("fallback still active 3s after redis restarted")
+			t.Fatalf("fallback still active 3s after redis restarted:\n%s", grepLines(metrics, "throttled_breaker_state", "throttled_store_errors_total", "throttled_fallback_active", "decision=\"fallback_allowed\""))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -292,4 +293,18 @@ func TestServeControllerFollowsNewTiers(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// grepLines keeps the lines of s that contain any of subs.
+func grepLines(s string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		for _, sub := range subs {
+			if strings.Contains(l, sub) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
