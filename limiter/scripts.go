@@ -8,8 +8,11 @@ import "github.com/redis/go-redis/v9"
 //	       refund ("1": give cost back, as after a refusal by a later rule)
 //
 // and replies {reason, remaining, reset_us, retry_us} (all integers). They
-// mirror algorithms.go operation by operation. Floats are stored with
-// '%.17g' because Redis turns Lua numbers into strings with only 14 digits.
+// mirror algorithms.go operation by operation. Numbers passed to
+// redis.call keep 17 significant digits (exact doubles); strings built with
+// Lua's tostring or ".." would keep only 14, so the sliding log's f()
+// formats its members. The prelude and the meters define no functions: a
+// closure is made on every EVALSHA.
 const luaPrelude = `
 local now
 if ARGV[1] ~= '' then
@@ -22,19 +25,18 @@ local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
 local eps = 1e-9
-local function f(x) return string.format('%.17g', x) end
-local function finish(reason, remaining, reset, retry, ttl)
-  redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-  return {reason, remaining, math.ceil(reset), math.ceil(retry)}
-end
-local function admission_cap() return math.max(burst * m, cost) end
-local function admission_limit() return math.max(math.floor(limit * m + eps), cost) end
+`
+
+// luaFinish sets the TTL and replies; it ends every script.
+const luaFinish = `
+redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
+return {reason, remaining, math.ceil(reset), math.ceil(retry)}
 `
 
 const luaTokenBucket = luaPrelude + `
 local rate = limit / period
 local arate = rate * m
-local capa = admission_cap()
+local capa = math.max(burst * m, cost)
 local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
 local q, a, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
 if q == nil or a == nil or ts == nil then q, a, ts = burst, capa, now end
@@ -49,15 +51,15 @@ elseif a < cost then reason, retry = 2, (cost - a) / arate
 else q, a = q - cost, a - cost end
 local remaining = math.floor(math.min(q, a) + eps)
 local reset = (burst - q) / rate
-redis.call('HSET', KEYS[1], 'q', f(q), 'a', f(a), 'ts', f(math.max(ts, now)))
-return finish(reason, remaining, reset, retry, math.max(reset, (capa - a) / arate))
-`
+redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'ts', math.max(ts, now))
+local ttl = math.max(reset, (capa - a) / arate)
+` + luaFinish
 
 const luaGCRA = luaPrelude + `
 local t = period / limit
 local ta = t / m
 local tol = t * burst
-local tola = ta * admission_cap()
+local tola = ta * math.max(burst * m, cost)
 local v = redis.call('HMGET', KEYS[1], 'q', 'a')
 local sq, sa = tonumber(v[1]), tonumber(v[2])
 if sq == nil or sa == nil then sq, sa = now, now end
@@ -70,14 +72,14 @@ elseif nq - now > tol then reason, retry = 1, nq - now - tol
 elseif na - now > tola then reason, retry = 2, na - now - tola
 else tq, tqa = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps))
-redis.call('HSET', KEYS[1], 'q', f(tq), 'a', f(tqa))
-return finish(reason, remaining, tq - now, retry, math.max(tq, tqa) - now)
-`
+redis.call('HSET', KEYS[1], 'q', tq, 'a', tqa)
+local reset, ttl = tq - now, math.max(tq, tqa) - now
+` + luaFinish
 
 const luaLeakyBucket = luaPrelude + `
 local rate = limit / period
 local arate = rate * m
-local capa = admission_cap()
+local capa = math.max(burst * m, cost)
 local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
 local lq, la, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
 if lq == nil or la == nil or ts == nil then lq, la, ts = 0, 0, now end
@@ -92,16 +94,16 @@ elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
 else lq, la = lq + cost, la + cost end
 local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
 local reset = lq / rate
-redis.call('HSET', KEYS[1], 'q', f(lq), 'a', f(la), 'ts', f(math.max(ts, now)))
-return finish(reason, remaining, reset, retry, math.max(reset, la / arate))
-`
+redis.call('HSET', KEYS[1], 'q', lq, 'a', la, 'ts', math.max(ts, now))
+local ttl = math.max(reset, la / arate)
+` + luaFinish
 
 const luaFixedWindow = luaPrelude + `
 local ws = math.floor(now / period) * period
 local v = redis.call('HMGET', KEYS[1], 'q', 'ts')
 local q, ts = tonumber(v[1]), tonumber(v[2])
 if q == nil or ts ~= ws then q = 0 end
-local al = admission_limit()
+local al = math.max(math.floor(limit * m + eps), cost)
 local left = ws + period - now
 local reason = 0
 if refund then q = math.max(0, q - cost)
@@ -110,9 +112,9 @@ elseif q + cost > al then reason = 2
 else q = q + cost end
 local retry = 0
 if reason ~= 0 then retry = left end
-redis.call('HSET', KEYS[1], 'q', f(q), 'ts', f(ws))
-return finish(reason, math.max(0, math.min(limit, al) - q), left, retry, left)
-`
+redis.call('HSET', KEYS[1], 'q', q, 'ts', ws)
+local remaining, reset, ttl = math.max(0, math.min(limit, al) - q), left, left
+` + luaFinish
 
 const luaSlidingCounter = luaPrelude + `
 local ws = math.floor(now / period) * period
@@ -124,7 +126,7 @@ elseif ts + period == ws then q, a, ts = 0, q, ws
 else q, a, ts = 0, 0, ws end
 local w = (period - (now - ws)) / period
 local est = a * w + q
-local al = admission_limit()
+local al = math.max(math.floor(limit * m + eps), cost)
 local function retry_for(lim)
   local need = lim - q - cost
   local at
@@ -141,14 +143,14 @@ local remaining = math.max(0, math.floor(math.min(limit, al) - est + eps))
 local ttl = ws + 2 * period - now
 local reset = 0
 if q > 0 then reset = ttl elseif a > 0 then reset = ws + period - now end
-redis.call('HSET', KEYS[1], 'q', f(q), 'a', f(a), 'ts', f(ts))
-return finish(reason, remaining, reset, retry, ttl)
-`
+redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'ts', ts)
+` + luaFinish
 
 const luaSlidingLog = luaPrelude + `
+local function f(x) return string.format('%.17g', x) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', f(now - period))
 local n = redis.call('ZCARD', KEYS[1])
-local al = admission_limit()
+local al = math.max(math.floor(limit * m + eps), cost)
 local function score_at(i)
   local r = redis.call('ZRANGE', KEYS[1], i, i, 'WITHSCORES')
   return tonumber(r[2])
@@ -173,8 +175,8 @@ else
 end
 local reset = 0
 if n > 0 then reset = score_at(-1) + period - now end
-return finish(reason, math.max(0, math.min(limit, al) - n), reset, retry, period)
-`
+local remaining, ttl = math.max(0, math.min(limit, al) - n), period
+` + luaFinish
 
 // luaSources are indexed by Algorithm.
 var luaSources = [numAlgorithms]string{
