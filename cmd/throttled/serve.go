@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/limiter"
 )
 
@@ -49,7 +50,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runServe(ctx, cfg, newLogger(stderr, cfg.Log.Level), nil)
+	log := newLogger(stderr, cfg.Log.Level)
+	redis.SetLogger(redisLog{log}) // process-wide: this is main
+	return runServe(ctx, cfg, log, nil)
 }
 
 // env turns the set flags into environment overrides, which come last.
@@ -68,6 +71,14 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// redisLog routes go-redis's own messages (dial failures and the like)
+// into the structured log at warn level.
+type redisLog struct{ log *slog.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.log.Warn(fmt.Sprintf(format, v...), "component", "go-redis")
 }
 
 // runServe builds the stack, serves until ctx ends, then drains. When
