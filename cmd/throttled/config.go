@@ -74,6 +74,7 @@ type ControllerConfig struct {
 	ErrorRatioTarget float64      `yaml:"error_ratio_target"`
 	SaturationTarget float64      `yaml:"saturation_target"`
 	Headroom         float64      `yaml:"headroom"`
+	Cooldown         api.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
 	HoldTimeout      api.Duration `yaml:"hold_timeout"`
 	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
 	LeaseTTL         api.Duration `yaml:"lease_ttl"`
