@@ -171,6 +171,13 @@ func (s *stack) adminMux() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.Handle("/healthz", limiter.HealthHandler())
 	mux.Handle("/readyz", limiter.ReadyHandler(s.ready, 0))
-	mux.Handle("/", s.admin)
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if srv := s.admin.Load(); srv != nil {
+			srv.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "2")
+		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"admin store unavailable, retrying"}`+"\n"))
+	}))
 	return mux
 }

@@ -308,3 +308,33 @@ func grepLines(s string, subs ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestServeStartsWithRedisDown: an instance started while Redis is down
+// still serves (fallback decisions, the file's configuration); its admin API
+// answers 503 until Redis is back, then serves.
+func TestServeStartsWithRedisDown(t *testing.T) {
+	r := testenv.StartRedis(t)
+	r.Kill()
+	up := upstreamServer(t)
+	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k")
+	if resp.StatusCode != 200 {
+		t.Fatalf("proxy with redis down: %d, want 200 from the local fallback", resp.StatusCode)
+	}
+	admin := "http://" + addrs["admin"] + "/v1/tiers"
+	if resp, _ := call(t, "GET", admin, "", "Authorization", "Bearer "+testToken); resp.StatusCode != 503 {
+		t.Fatalf("admin with redis down: %d, want 503", resp.StatusCode)
+	}
+	r.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, _ := call(t, "GET", admin, "", "Authorization", "Bearer "+testToken)
+		if resp.StatusCode == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin still %d 10s after redis came back", resp.StatusCode)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -29,7 +29,7 @@ type stack struct {
 	enforcer  *limiter.Enforcer
 	mults     *pinned
 	tiers     *tierTable
-	admin     *api.Server
+	admin     atomic.Pointer[api.Server] // nil while the admin store is unreachable
 	watcher   *api.Watcher
 	loop      *controller.Loop
 	upstream  *upstreamMetrics

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
@@ -36,10 +38,10 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	}
 	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
 	status.sub, _ = s.mults.src.(*limiter.MultiplierSubscriber)
-	s.admin, err = api.New(ctx, api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
+	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
 		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer},
-		Registerer: s.reg, Logger: s.log})
-	if err != nil {
+		Registerer: s.reg, Logger: s.log}
+	if err := s.startAdmin(ctx, as); err != nil {
 		return err
 	}
 	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: validatePolicy, OnChange: s.apply,
@@ -49,6 +51,48 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	}
 	s.runners = append(s.runners, s.watcher.Run)
 	return nil
+}
+
+// startAdmin starts the admin API. When its store (Redis) cannot be read,
+// the instance still starts, enforcing the file's configuration: the admin
+// API answers 503 and is retried until the store is back, and the watcher
+// then delivers the stored configuration. A configuration error is fatal.
+func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
+	srv, err := api.New(ctx, as)
+	switch {
+	case err == nil:
+		s.admin.Store(srv)
+		return nil
+	case errors.Is(err, api.ErrInvalid):
+		return err
+	}
+	s.log.Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
+	as.Registerer = nil // the failed attempt registered the admin metrics already
+	s.runners = append(s.runners, func(ctx context.Context) error {
+		for ctx.Err() == nil {
+			if sleep(ctx, 2*time.Second) != nil {
+				break
+			}
+			if srv, err := api.New(ctx, as); err == nil {
+				s.admin.Store(srv)
+				s.log.Info("admin store is back: admin API serving")
+				return nil
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // apply puts a new admin configuration in force on this instance.
