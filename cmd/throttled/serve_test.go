@@ -338,3 +338,52 @@ func TestServeStartsWithRedisDown(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestServeGracefulShutdown: on shutdown an in-flight request completes and
+// the controller's leader lease is released at once (no wait for its TTL).
+func TestServeGracefulShutdown(t *testing.T) {
+	r := testenv.StartRedis(t)
+	entered := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		close(entered)
+		time.Sleep(300 * time.Millisecond)
+		_, _ = io.WriteString(w, "done")
+	}))
+	defer up.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan map[string]string, 1)
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, testConfig(t, up.URL, r.URL()), slog.New(slog.DiscardHandler), started) }()
+	addrs := <-started
+	lease := "throttled:controller:leader"
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Client().Exists(context.Background(), lease).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the controller never took the lease")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	result := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + addrs["proxy"] + "/slow")
+		if err != nil {
+			result <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		result <- fmt.Sprint(resp.StatusCode, " ", string(b))
+	}()
+	<-entered
+	cancel()
+	if got := <-result; got != "200 done" {
+		t.Fatalf("in-flight request during shutdown: %q, want 200 done", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Client().Exists(context.Background(), lease).Val(); n != 0 {
+		t.Fatal("the leader lease is still held after shutdown")
+	}
+}
