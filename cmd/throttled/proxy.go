@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -102,7 +103,7 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 		w.WriteHeader(499) // the client went away while waiting
 		return
 	}
-	secs := max(1, int64((bh.RetryAfter()+time.Second-1)/time.Second))
+	secs := jittered(bh.RetryAfter())
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	body := `{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":` +
 		strconv.FormatInt(secs, 10) + `,"tier":"` + tier + `","rule":""}` + "\n"
@@ -114,9 +115,9 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, bulkhead.ErrOpen) {
 		b, _ := s.breakers.Get("upstream:" + routeOf(r.URL.Path, s.cfg.UpstreamBreaker.Routes, "default"))
-		secs := int64(1)
+		secs := jittered(time.Second)
 		if b != nil {
-			secs = max(1, int64((b.RetryAfter()+time.Second-1)/time.Second))
+			secs = jittered(b.RetryAfter())
 		}
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"upstream unavailable, retry later","reason":"breaker_open","retry_after_seconds":`+
@@ -137,6 +138,13 @@ func routeOf(path string, routes []string, def string) string {
 		}
 	}
 	return best
+}
+
+// jittered is d in whole seconds, rounded up, at least 1, plus up to half
+// again (at least 1 s) of jitter, as the limiter does for its 503s.
+func jittered(d time.Duration) int64 {
+	s := max(1, int64((d+time.Second-1)/time.Second))
+	return s + rand.Int64N(max(1, s/2)+1)
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {
