@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -44,7 +46,9 @@ func demo(args []string, w io.Writer) error {
 	if f.refresh < 100*time.Millisecond {
 		return errors.New("demo: --refresh must be at least 100ms")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sig, f.duration) // Ctrl-C ends it early, with the summary
 	defer cancel()
 	_, err := runDemo(ctx, f, w)
 	return err
