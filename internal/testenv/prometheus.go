@@ -192,7 +192,11 @@ func (p *Prometheus) Kill() { p.Proc.Kill() }
 
 // Pause stops the server process (SIGSTOP): connections are accepted by the
 // kernel but nothing answers until Resume.
-func (p *Prometheus) Pause() { _ = p.Proc.Signal(syscall.SIGSTOP) }
+func (p *Prometheus) Pause() {
+	if err := p.Proc.Pause(); err != nil {
+		p.tb.Fatalf("testenv: pause prometheus: %v", err)
+	}
+}
 
 // Resume continues a paused server (SIGCONT).
 func (p *Prometheus) Resume() { _ = p.Proc.Signal(syscall.SIGCONT) }

@@ -70,7 +70,11 @@ func (r *Redis) Kill() { r.Proc.Kill() }
 
 // Pause stops the server process (SIGSTOP): it keeps accepting connections
 // in the kernel but answers nothing until Resume.
-func (r *Redis) Pause() { _ = r.Proc.Signal(syscall.SIGSTOP) }
+func (r *Redis) Pause() {
+	if err := r.Proc.Pause(); err != nil {
+		r.tb.Fatalf("testenv: pause redis-server: %v", err)
+	}
+}
 
 // Resume continues a paused server (SIGCONT).
 func (r *Redis) Resume() { _ = r.Proc.Signal(syscall.SIGCONT) }

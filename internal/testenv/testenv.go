@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -98,6 +100,28 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Pause stops the process with SIGSTOP and waits (up to 2 s) until the
+// kernel shows it stopped: the signal is asynchronous, and a test that
+// queries right after sending it could still be answered.
+func (p *Process) Pause() error {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.Pid())
+	for i := 0; i < 2000; i++ {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return err
+		}
+		// The state follows the parenthesised command name.
+		if s := string(b); strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "T") {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("testenv: process %d did not stop after SIGSTOP", p.Pid())
+}
 
 // Kill sends SIGKILL and waits for the process to exit.
 func (p *Process) Kill() {
