@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -109,12 +108,9 @@ type multiplierStatus struct {
 	tiers func() []string
 	src   limiter.MultiplierSource
 	sub   *limiter.MultiplierSubscriber // nil in embedded mode
-	mu    sync.Mutex
 }
 
 func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	source, at := "controller", time.Now()
 	if m.sub != nil {
 		snap := m.sub.Snapshot()
