@@ -115,12 +115,13 @@ func New(ctx context.Context, s Settings) (*Server, error) {
 	for _, n := range weakTokens(s.Tokens) {
 		s.Logger.Warn("admin token is shorter than 16 bytes and guessable: use a long random token outside a demo", "name", n)
 	}
-	m, err := newMetrics(s.Registerer)
-	if err != nil {
+	sv := &Server{s: s, l: &loader{validate: s.Validate}, auth: auth}
+	if err := sv.start(ctx); err != nil {
 		return nil, err
 	}
-	sv := &Server{s: s, l: &loader{validate: s.Validate}, auth: auth, metrics: m}
-	if err := sv.start(ctx); err != nil {
+	// Registered only once the store answered, so that a caller may retry
+	// New with the same Registerer after a store outage.
+	if sv.metrics, err = newMetrics(s.Registerer); err != nil {
 		return nil, err
 	}
 	sv.e = sv.routes()

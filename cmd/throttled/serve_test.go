@@ -330,6 +330,10 @@ func TestServeStartsWithRedisDown(t *testing.T) {
 	for {
 		resp, _ := call(t, "GET", admin, "", "Authorization", "Bearer "+testToken)
 		if resp.StatusCode == 200 {
+			_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+			if !strings.Contains(metrics, "throttled_admin_requests_total") {
+				t.Fatal("the admin API's metrics are missing after it came back")
+			}
 			return
 		}
 		if time.Now().After(deadline) {

@@ -67,7 +67,6 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 		return err
 	}
 	s.log.Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
-	as.Registerer = nil // the failed attempt registered the admin metrics already
 	s.runners = append(s.runners, func(ctx context.Context) error {
 		for ctx.Err() == nil {
 			if sleep(ctx, 2*time.Second) != nil {
