@@ -17,7 +17,6 @@ import (
 
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
-	"github.com/throttledhq/throttled/signals"
 )
 
 // e2eService is the protected service as Prometheus sees it: a registry
@@ -79,29 +78,6 @@ func (s *e2eService) drive(ctx context.Context) {
 		s.lat.Observe(d)
 		s.reqs.WithLabelValues("200").Inc()
 	}
-}
-
-// e2eSource adapts a signals.Source to a controller.Source: each signal
-// with a target becomes a controller.Signal named after its Kind.
-type e2eSource struct {
-	src     signals.Source
-	targets map[signals.Kind]float64
-}
-
-func (s e2eSource) Read(ctx context.Context) (controller.Input, error) {
-	// Validity travels with each value; the error only details the invalid
-	// ones, which the law holds on.
-	sig, _ := s.src.Read(ctx)
-	var in controller.Input
-	for _, k := range signals.Kinds() {
-		target, ok := s.targets[k]
-		if !ok {
-			continue
-		}
-		v := sig.Get(k)
-		in.Signals = append(in.Signals, controller.Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
-	}
-	return in, nil
 }
 
 // e2ePublisher adapts a limiter.MultiplierPublisher to the controller's

@@ -127,7 +127,7 @@ func (e *e2eEnv) startController(t *testing.T, promURL string) {
 	}
 	e.pub = &e2ePublisher{p: p}
 	targets := map[signals.Kind]float64{signals.Latency: e2eLatencyTarget, signals.ErrorRatio: e2eErrorTarget}
-	e.loop, err = controller.NewLoop(law, e2eSource{src, targets}, e.pub, lease, e.ctrlReg)
+	e.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets), e.pub, lease, e.ctrlReg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
-	"github.com/throttledhq/throttled/signals"
 )
 
 // localMultipliers carries the controller's multipliers to the enforcer in
@@ -81,26 +80,6 @@ func (t *tierTable) TierOf(client string) (string, bool) {
 		return tier, ok
 	}
 	return "", false
-}
-
-// signalSource reads signals and judges them against the targets.
-type signalSource struct {
-	src     signals.Source
-	targets map[signals.Kind]float64
-}
-
-func (s signalSource) Read(ctx context.Context) (controller.Input, error) {
-	sig, err := s.src.Read(ctx)
-	var in controller.Input
-	for _, k := range signals.Kinds() {
-		target, ok := s.targets[k]
-		if !ok {
-			continue
-		}
-		v := sig.Get(k)
-		in.Signals = append(in.Signals, controller.Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
-	}
-	return in, err
 }
 
 // multiplierStatus reports what the enforcer applies, for GET /v1/multipliers.

@@ -171,7 +171,7 @@ func (s *stack) buildController(ctx context.Context) error {
 		}
 		pub, lease = redisPublisher{mp}, l
 	}
-	s.loop, err = controller.NewLoop(law, signalSource{src: src, targets: targets}, pub, lease, s.reg, controller.WithLogger(s.log))
+	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets), pub, lease, s.reg, controller.WithLogger(s.log))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"context"
+
+	"github.com/throttledhq/throttled/signals"
+)
+
+// FromSignals adapts a signals.Source to the loop: each signal that has a
+// target becomes a Signal named after its kind ("latency", "error_ratio",
+// "saturation"). Validity travels with each value, so a read that failed
+// for one signal is not an error: the law still sees the others, and holds
+// on the invalid ones. (The source's metrics record why a value failed.)
+func FromSignals(src signals.Source, targets map[signals.Kind]float64) Source {
+	return signalSource{src: src, targets: targets}
+}
+
+type signalSource struct {
+	src     signals.Source
+	targets map[signals.Kind]float64
+}
+
+func (s signalSource) Read(ctx context.Context) (Input, error) {
+	sig, _ := s.src.Read(ctx) // every Value says whether it is valid
+	var in Input
+	for _, k := range signals.Kinds() {
+		target, ok := s.targets[k]
+		if !ok {
+			continue
+		}
+		v := sig.Get(k)
+		in.Signals = append(in.Signals, Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
+	}
+	return in, nil
+}

@@ -1,0 +1,47 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/signals"
+)
+
+// partialSource answers a valid latency, a failed error ratio and an error.
+type partialSource struct{ at time.Time }
+
+func (p partialSource) Read(context.Context) (signals.Signals, error) {
+	return signals.Signals{
+		Latency:    signals.Value{V: 2, At: p.at, Valid: true},
+		ErrorRatio: signals.Value{V: math.NaN(), At: p.at, Reason: signals.QueryError},
+		Saturation: signals.Value{V: 0.5, At: p.at, Valid: true},
+	}, errors.New("error ratio: query failed")
+}
+
+// TestFromSignalsKeepsValidSignals: one failed query does not hide the
+// other signals, and only signals with a target reach the law.
+func TestFromSignalsKeepsValidSignals(t *testing.T) {
+	src := FromSignals(partialSource{at: t0}, map[signals.Kind]float64{signals.Latency: 0.5, signals.ErrorRatio: 0.05})
+	in, err := src.Read(context.Background())
+	if err != nil {
+		t.Fatalf("a partial failure is an error: %v", err)
+	}
+	if len(in.Signals) != 2 {
+		t.Fatalf("signals %+v, want latency and error_ratio (saturation has no target)", in.Signals)
+	}
+	lat, errs := in.Signals[0], in.Signals[1]
+	if lat.Name != "latency" || !lat.Valid || lat.Value != 2 || lat.Target != 0.5 || !lat.At.Equal(t0) {
+		t.Fatalf("latency %+v", lat)
+	}
+	if errs.Name != "error_ratio" || errs.Valid || !math.IsNaN(errs.Value) {
+		t.Fatalf("error ratio %+v, want invalid NaN", errs)
+	}
+	law := mustLaw(t, Settings{Tiers: threeTiers().Tiers})
+	st := law.Step(law.Init(t0), in, t0)
+	if m, _ := st.Multiplier("free"); m >= 1 {
+		t.Fatalf("free at %v: the valid latency (4× its target) was ignored", m)
+	}
+}
