@@ -68,9 +68,13 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 	}
 	s.log.Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
-		for ctx.Err() == nil {
-			if sleep(ctx, 2*time.Second) != nil {
-				break
+		retry := time.NewTicker(2 * time.Second)
+		defer retry.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-retry.C:
 			}
 			if srv, err := api.New(ctx, as); err == nil {
 				s.admin.Store(srv)
@@ -78,20 +82,8 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 				return nil
 			}
 		}
-		return nil
 	})
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // apply puts a new admin configuration in force on this instance.
