@@ -36,7 +36,7 @@
 //
 // [Loop.Run] ticks every [Settings.Period] (± [Settings.Jitter]): it reads
 // the [Source], renews or acquires the [Lease], steps the law and, only
-// while it holds the lease, publishes [Multipliers] (every tick, as a
+// while it holds the lease, publishes a [multiplier.Set] (every tick, as a
 // heartbeat, even when nothing changed). Followers step the law too, in
 // shadow, so that a replica that becomes leader without a [Loader] starts
 // from a state driven by the same signals rather than from the ceilings. A

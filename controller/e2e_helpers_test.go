@@ -15,8 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/throttledhq/throttled/controller"
-	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // e2eService is the protected service as Prometheus sees it: a registry
@@ -83,14 +84,14 @@ func (s *e2eService) drive(ctx context.Context) {
 // e2ePublisher adapts a limiter.MultiplierPublisher to the controller's
 // Publisher and Loader (a plain type conversion) and records every publish.
 type e2ePublisher struct {
-	p   *limiter.MultiplierPublisher
+	p   *coord.Publisher
 	mu  sync.Mutex
-	log []controller.Multipliers
+	log []multiplier.Set
 	err error // the first failed publish
 }
 
-func (p *e2ePublisher) Publish(ctx context.Context, m controller.Multipliers) error {
-	err := p.p.Publish(ctx, limiter.MultiplierSet(m))
+func (p *e2ePublisher) Publish(ctx context.Context, m multiplier.Set) error {
+	err := p.p.Publish(ctx, m)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil && p.err == nil && ctx.Err() == nil {
@@ -102,15 +103,15 @@ func (p *e2ePublisher) Publish(ctx context.Context, m controller.Multipliers) er
 	return err
 }
 
-func (p *e2ePublisher) Load(ctx context.Context) (controller.Multipliers, bool, error) {
+func (p *e2ePublisher) Load(ctx context.Context) (multiplier.Set, bool, error) {
 	m, found, err := p.p.Load(ctx)
-	return controller.Multipliers(m), found, err
+	return m, found, err
 }
 
-func (p *e2ePublisher) published() ([]controller.Multipliers, error) {
+func (p *e2ePublisher) published() ([]multiplier.Set, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]controller.Multipliers(nil), p.log...), p.err
+	return append([]multiplier.Set(nil), p.log...), p.err
 }
 
 // e2eTiers maps API keys to tiers, as the admin API's store would.
@@ -125,7 +126,7 @@ func (m e2eTiers) TierOf(client string) (string, bool) {
 type e2eReply struct {
 	status     int
 	retryAfter string
-	refusal    limiter.Refusal // decoded for 429 and 503
+	refusal    enforce.Refusal // decoded for 429 and 503
 }
 
 func (r e2eReply) String() string {
@@ -157,7 +158,7 @@ func (c e2eClient) get(t *testing.T, key string) e2eReply {
 	if err != nil {
 		t.Fatalf("GET as %s: reading the body: %v", key, err)
 	}
-	r := e2eReply{status: resp.StatusCode, retryAfter: resp.Header.Get(limiter.HeaderRetryAfter)}
+	r := e2eReply{status: resp.StatusCode, retryAfter: resp.Header.Get(enforce.HeaderRetryAfter)}
 	if r.status != http.StatusOK {
 		if err := json.Unmarshal(body, &r.refusal); err != nil {
 			t.Fatalf("GET as %s: %d with body %q: %v", key, r.status, body, err)

@@ -17,6 +17,9 @@ import (
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/signals"
 )
 
@@ -44,13 +47,13 @@ const (
 // free requests back to back and 1 premium: the quota never refuses (no
 // 429), and the admission bucket, of capacity 4 × m, refuses the third free
 // request as soon as m ≤ 0.5. Only the load multiplier can refuse.
-func e2ePolicy() limiter.Policy {
-	tier := func(name string, prio int) limiter.Tier {
-		return limiter.Tier{Name: name, Algorithm: limiter.TokenBucket, Limit: 20, Period: time.Second, Burst: 4, Priority: prio}
+func e2ePolicy() enforce.Policy {
+	tier := func(name string, prio int) enforce.Tier {
+		return enforce.Tier{Name: name, Algorithm: limiter.TokenBucket, Limit: 20, Period: time.Second, Burst: 4, Priority: prio}
 	}
-	return limiter.Policy{
-		Tiers: []limiter.Tier{tier("premium", 0), tier("free", 1)},
-		Rules: []limiter.HTTPRule{{Name: "api", Path: "/api", Keys: []string{"header:X-API-Key"}}},
+	return enforce.Policy{
+		Tiers: []enforce.Tier{tier("premium", 0), tier("free", 1)},
+		Rules: []enforce.Rule{{Name: "api", Path: "/api", Keys: []string{"header:X-API-Key"}}},
 	}
 }
 
@@ -62,7 +65,7 @@ type e2eEnv struct {
 	loop    *controller.Loop
 	ctrlReg *prometheus.Registry
 	pub     *e2ePublisher
-	sub     *limiter.MultiplierSubscriber
+	sub     *coord.Subscriber
 	app     e2eClient
 	rdb     *redis.Client
 	last    time.Time // end of the last probe round
@@ -117,11 +120,11 @@ func (e *e2eEnv) startController(t *testing.T, promURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := limiter.NewMultiplierPublisher(e.rdb, limiter.MultiplierSettings{Prefix: e2ePrefix})
+	p, err := coord.NewPublisher(e.rdb, coord.Settings{Prefix: e2ePrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := limiter.NewLease(e.rdb, e2ePrefix+"leader", 3*e2ePeriod)
+	lease, err := coord.NewLease(e.rdb, e2ePrefix+"leader", 3*e2ePeriod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +139,11 @@ func (e *e2eEnv) startController(t *testing.T, promURL string) {
 func (e *e2eEnv) startEnforcer(t *testing.T, rdb *redis.Client) {
 	t.Helper()
 	var err error
-	e.sub, err = limiter.NewMultiplierSubscriber(rdb, limiter.MultiplierSettings{Prefix: e2ePrefix}, prometheus.NewRegistry())
+	e.sub, err = coord.NewSubscriber(rdb, coord.Settings{Prefix: e2ePrefix}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	enf, err := limiter.NewEnforcer(limiter.NewRedis(rdb, limiter.WithPrefix(e2ePrefix+"rl:")), e2ePolicy(), limiter.EnforcerSettings{
+	enf, err := enforce.New(redisstore.New(rdb, limiter.WithPrefix(e2ePrefix+"rl:")), e2ePolicy(), enforce.Settings{
 		Tiers:       e2eTiers{e2eFreeKey: "free", e2ePremiumKey: "premium"},
 		Multipliers: e.sub,
 	})
@@ -201,7 +204,7 @@ func (e *e2eEnv) healthy(t *testing.T) {
 		return lat && errs
 	})
 	e2eWait(t, e2eBound, "the enforcer receives published multipliers", func() bool {
-		return e.sub.Snapshot().Origin == limiter.OriginRedis
+		return e.sub.Snapshot().Origin == coord.OriginRedis
 	})
 	if n, err := testutil.GatherAndCount(e.ctrlReg, "throttled_controller_signal"); err != nil || n != 2 {
 		t.Fatalf("healthy: %d throttled_controller_signal series (err %v), want 2 (latency, error_ratio)", n, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // The fakes below implement the controller's own interfaces; the Redis and
@@ -50,12 +51,12 @@ func (s *fakeSource) Read(context.Context) (Input, error) {
 
 type fakePublisher struct {
 	clock     *fakeClock
-	published []Multipliers
+	published []multiplier.Set
 	ticks     []int // tick of each publish
 	err       error
 }
 
-func (p *fakePublisher) Publish(_ context.Context, m Multipliers) error {
+func (p *fakePublisher) Publish(_ context.Context, m multiplier.Set) error {
 	p.published = append(p.published, m)
 	p.ticks = append(p.ticks, p.clock.tick())
 	return p.err
@@ -64,11 +65,11 @@ func (p *fakePublisher) Publish(_ context.Context, m Multipliers) error {
 // loadingPublisher is a Publisher that is also a Loader.
 type loadingPublisher struct {
 	*fakePublisher
-	load  func(tick int) (Multipliers, bool, error)
+	load  func(tick int) (multiplier.Set, bool, error)
 	loads []int
 }
 
-func (p *loadingPublisher) Load(context.Context) (Multipliers, bool, error) {
+func (p *loadingPublisher) Load(context.Context) (multiplier.Set, bool, error) {
 	p.loads = append(p.loads, p.clock.tick())
 	return p.load(p.clock.tick())
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // all formats every multiplier of a publish: "tick:premium/standard/free@epoch".
@@ -20,9 +22,9 @@ func all(p *fakePublisher) string {
 
 func band(_ int, now time.Time) (Input, error) { return latency(0.95, now.Sub(t0)), nil }
 
-func loaded(epoch uint64, age time.Duration, premium, standard, free float64) func(int) (Multipliers, bool, error) {
-	return func(int) (Multipliers, bool, error) {
-		return Multipliers{Epoch: epoch, At: t0.Add(-age),
+func loaded(epoch uint64, age time.Duration, premium, standard, free float64) func(int) (multiplier.Set, bool, error) {
+	return func(int) (multiplier.Set, bool, error) {
+		return multiplier.Set{Epoch: epoch, At: t0.Add(-age),
 			Tiers: map[string]float64{"premium": premium, "standard": standard, "free": free}}, true, nil
 	}
 }
@@ -30,7 +32,7 @@ func loaded(epoch uint64, age time.Duration, premium, standard, free float64) fu
 func TestLoopNewLeaderContinuesFromPublishedState(t *testing.T) {
 	cases := []struct {
 		name  string
-		load  func(int) (Multipliers, bool, error)
+		load  func(int) (multiplier.Set, bool, error)
 		want  string
 		loads []int
 	}{
@@ -40,11 +42,11 @@ func TestLoopNewLeaderContinuesFromPublishedState(t *testing.T) {
 			"0:1/1/1@42 1:1/1/1@42", []int{0}},
 		{"out of bounds: clamped, newer epoch", loaded(9, 0, 5, math.NaN(), 0.01),
 			"0:1/1/0.1@10 1:1/1/0.1@10", []int{0}},
-		{"nothing published yet", func(int) (Multipliers, bool, error) { return Multipliers{}, false, nil },
+		{"nothing published yet", func(int) (multiplier.Set, bool, error) { return multiplier.Set{}, false, nil },
 			"0:1/1/1@0 1:1/1/1@0", []int{0}},
-		{"load fails once: no publish until it works", func(tick int) (Multipliers, bool, error) {
+		{"load fails once: no publish until it works", func(tick int) (multiplier.Set, bool, error) {
 			if tick == 0 {
-				return Multipliers{}, false, errFake
+				return multiplier.Set{}, false, errFake
 			}
 			return loaded(41, 0, 1, 0.7, 0.1)(tick)
 		}, "1:1/0.7/0.1@41", []int{0, 1}},
@@ -90,20 +92,20 @@ func TestLoopNewLeaderWithoutLoaderStartsFromShadow(t *testing.T) {
 
 func TestAdopt(t *testing.T) {
 	law := mustLaw(t, threeTiers()) // hold timeout 30 s
-	m := func(epoch uint64, age time.Duration, tiers map[string]float64) Multipliers {
-		return Multipliers{Tiers: tiers, Epoch: epoch, At: t0.Add(-age)}
+	m := func(epoch uint64, age time.Duration, tiers map[string]float64) multiplier.Set {
+		return multiplier.Set{Tiers: tiers, Epoch: epoch, At: t0.Add(-age)}
 	}
 	full := map[string]float64{"premium": 0.9, "standard": 0.5, "free": 0.1}
 	cases := []struct {
 		name string
 		st   State
-		m    Multipliers
+		m    multiplier.Set
 		want string
 	}{
 		{"fresh", state(1, 1, 1), m(5, 30*s, full), "premium=0.90 standard=0.50 free=0.10 epoch=5"},
 		{"fresh, own epoch higher", State{Epoch: 8}, m(5, 0, full), "premium=0.90 standard=0.50 free=0.10 epoch=8"},
 		{"stale", state(1, 1, 0.5), m(5, 30*s+1, full), "premium=1.00 standard=1.00 free=0.50 epoch=6"},
-		{"no timestamp is stale", state(1, 1, 0.5), Multipliers{Tiers: full, Epoch: 5}, "premium=1.00 standard=1.00 free=0.50 epoch=6"},
+		{"no timestamp is stale", state(1, 1, 0.5), multiplier.Set{Tiers: full, Epoch: 5}, "premium=1.00 standard=1.00 free=0.50 epoch=6"},
 		{"missing tier keeps own", state(1, 0.7, 1), m(5, 0, map[string]float64{"premium": 0.9, "free": 0.1}),
 			"premium=0.90 standard=0.70 free=0.10 epoch=6"},
 		{"extra tier", state(), m(5, 0, map[string]float64{"premium": 1, "standard": 1, "free": 1, "old": 0.2}),

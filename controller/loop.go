@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // Source reads the signals for one step. An error is logged and the step
@@ -20,22 +21,18 @@ type Source interface {
 	Read(ctx context.Context) (Input, error)
 }
 
-// Multipliers is what the leader publishes each tick.
-type Multipliers struct {
-	Tiers map[string]float64 // tier name → multiplier in [floor, ceiling]
-	Epoch uint64             // never goes backwards across a leader change when the Publisher is a Loader
-	At    time.Time          // time of the step that produced them
-}
-
-// Publisher makes multipliers visible to the enforcers.
+// Publisher makes multipliers visible to the enforcers. The leader
+// publishes a [multiplier.Set] each tick: the multiplier of every tier in
+// [floor, ceiling], an epoch that never goes backwards across a leader change
+// when the Publisher is a Loader, and the time of the step.
 type Publisher interface {
-	Publish(ctx context.Context, m Multipliers) error
+	Publish(ctx context.Context, m multiplier.Set) error
 }
 
 // Loader is optionally implemented by a Publisher: it returns the last
 // published multipliers (found false when nothing was ever published).
 type Loader interface {
-	Load(ctx context.Context) (m Multipliers, found bool, err error)
+	Load(ctx context.Context) (m multiplier.Set, found bool, err error)
 }
 
 // Lease is the leader lease shared by the controller replicas. Acquire and
@@ -307,8 +304,8 @@ func (l *Loop) resign(ctx context.Context) error {
 }
 
 // multipliers is the publishable form of s.
-func (s State) multipliers() Multipliers {
-	m := Multipliers{Tiers: make(map[string]float64, len(s.Tiers)), Epoch: s.Epoch, At: s.At}
+func (s State) multipliers() multiplier.Set {
+	m := multiplier.Set{Tiers: make(map[string]float64, len(s.Tiers)), Epoch: s.Epoch, At: s.At}
 	for _, t := range s.Tiers {
 		m.Tiers[t.Name] = t.Multiplier
 	}
@@ -320,7 +317,7 @@ func (s State) multipliers() Multipliers {
 // bounds) replace st's; otherwise st's are kept. The epoch is at least m's,
 // and newer than m's unless the result is exactly m. Decrease times and
 // the hold clock stay st's.
-func (l *Law) Adopt(st State, m Multipliers, now time.Time) State {
+func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
 	next := l.normalize(st, now)
 	fresh := now.Sub(m.At) <= l.s.HoldTimeout
 	same := fresh && len(m.Tiers) == len(l.tiers)

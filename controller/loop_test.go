@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // published formats what the fake publisher received: "tick:free@epoch".
@@ -20,7 +22,7 @@ func published(p *fakePublisher) string {
 	return strings.Join(out, " ")
 }
 
-func formatPublish(tick int, m Multipliers) string {
+func formatPublish(tick int, m multiplier.Set) string {
 	return fmt.Sprintf("%d:%g@%d", tick, m.Tiers["free"], m.Epoch)
 }
 

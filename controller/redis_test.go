@@ -14,23 +14,17 @@ import (
 
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
-	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
-// The adapters cmd/throttled needs: limiter.MultiplierSet converts to and
-// from controller.Multipliers, and *limiter.Lease is a controller.Lease.
-var _ controller.Lease = (*limiter.Lease)(nil)
-
-type redisPublisher struct{ p *limiter.MultiplierPublisher }
-
-func (a redisPublisher) Publish(ctx context.Context, m controller.Multipliers) error {
-	return a.p.Publish(ctx, limiter.MultiplierSet(m))
-}
-
-func (a redisPublisher) Load(ctx context.Context) (controller.Multipliers, bool, error) {
-	m, found, err := a.p.Load(ctx)
-	return controller.Multipliers(m), found, err
-}
+// cmd/throttled wires the coordination package to the loop as it is: the
+// Redis publisher is a Publisher and Loader, the Redis lease a Lease.
+var (
+	_ controller.Lease     = (*coord.Lease)(nil)
+	_ controller.Publisher = (*coord.Publisher)(nil)
+	_ controller.Loader    = (*coord.Publisher)(nil)
+)
 
 // redisLog records every publish of every replica, in order.
 type redisLog struct {
@@ -40,7 +34,7 @@ type redisLog struct {
 
 type redisEntry struct {
 	replica string
-	m       controller.Multipliers
+	m       multiplier.Set
 	err     error
 }
 
@@ -61,13 +55,13 @@ func (l *redisLog) count(replica string) (n int) {
 
 // recordingPublisher is a controller.Publisher and Loader that logs.
 type recordingPublisher struct {
-	redisPublisher
+	*coord.Publisher
 	name string
 	log  *redisLog
 }
 
-func (p recordingPublisher) Publish(ctx context.Context, m controller.Multipliers) error {
-	err := p.redisPublisher.Publish(ctx, m)
+func (p recordingPublisher) Publish(ctx context.Context, m multiplier.Set) error {
+	err := p.Publisher.Publish(ctx, m)
 	p.log.mu.Lock()
 	p.log.entries = append(p.log.entries, redisEntry{p.name, m, err})
 	p.log.mu.Unlock()
@@ -76,7 +70,7 @@ func (p recordingPublisher) Publish(ctx context.Context, m controller.Multiplier
 
 // crashableLease forgets to release once crashed, like a killed process.
 type crashableLease struct {
-	*limiter.Lease
+	*coord.Lease
 	crashed atomic.Bool
 }
 
@@ -115,16 +109,16 @@ func startReplica(t *testing.T, c redis.UniversalClient, prefix, name string, lo
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := limiter.NewMultiplierPublisher(c, limiter.MultiplierSettings{Prefix: prefix})
+	pub, err := coord.NewPublisher(c, coord.Settings{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := limiter.NewLease(c, prefix+"leader", redisTTL)
+	lease, err := coord.NewLease(c, prefix+"leader", redisTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &redisReplica{lease: &crashableLease{Lease: lease}, done: make(chan error, 1)}
-	r.loop, err = controller.NewLoop(law, overloaded{}, recordingPublisher{redisPublisher{pub}, name, log},
+	r.loop, err = controller.NewLoop(law, overloaded{}, recordingPublisher{pub, name, log},
 		r.lease, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +187,7 @@ func TestLeaderTakeoverOnRedis(t *testing.T) {
 func checkTakeover(t *testing.T, c redis.UniversalClient, prefix string, log []redisEntry) {
 	t.Helper()
 	var seq []string
-	var last controller.Multipliers
+	var last multiplier.Set
 	for i, e := range log {
 		if e.err != nil {
 			t.Fatalf("publish %d by %s failed: %v", i, e.replica, e.err)
@@ -214,7 +208,7 @@ func checkTakeover(t *testing.T, c redis.UniversalClient, prefix string, log []r
 	if got := strings.Join(seq, ","); got != "a,b" {
 		t.Fatalf("publishers in order %q, want \"a,b\"", got)
 	}
-	pub, err := limiter.NewMultiplierPublisher(c, limiter.MultiplierSettings{Prefix: prefix})
+	pub, err := coord.NewPublisher(c, coord.Settings{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

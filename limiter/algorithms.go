@@ -24,7 +24,7 @@ func paramsOf(r *Request) params {
 	return params{
 		limit:  float64(r.Rule.Limit),
 		period: float64(r.Rule.Period / time.Microsecond),
-		burst:  float64(r.Rule.capacity()),
+		burst:  float64(r.Rule.Capacity()),
 		cost:   float64(r.Cost),
 		m:      r.Multiplier,
 		refund: r.Refund,
@@ -54,7 +54,7 @@ type verdict struct {
 
 type algorithmFunc func(s *state, now float64, p params) verdict
 
-var algorithmFuncs = [numAlgorithms]algorithmFunc{
+var algorithmFuncs = [NumAlgorithms]algorithmFunc{
 	TokenBucket:          tokenBucket,
 	GCRA:                 gcra,
 	FixedWindow:          fixedWindow,

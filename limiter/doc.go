@@ -39,32 +39,19 @@
 // may admit up to 2×Limit across a window boundary, so their effective burst
 // is 2×Limit.
 //
-// # HTTP enforcement
+// # The map
 //
-// An Enforcer applies a Policy (tiers and ordered HTTPRules) to requests: it
-// identifies the client (Identifier: API key, verified JWT subject, client
-// IP through trusted proxies only), finds its tier (TierLookup), reads the
-// tier's multiplier (MultiplierSource, e.g. a MultiplierSubscriber) and asks
-// the Store once per matching rule. A refusal by one rule refunds what the
-// earlier rules took. Middleware (net/http, http.go) and EchoMiddleware
-// (echo.go) are thin adapters over Enforcer.Check; a Result writes the
-// X-RateLimit-* and IETF RateLimit headers and the JSON refusal body.
+// This package is the core: Store, Request, Decision, the algorithms and
+// the in-memory store, on the standard library alone. Around it, one job
+// per package:
 //
-// # Failure and coordination
-//
-// Fallback wraps the Redis store behind a Guard (a circuit breaker with a
-// per-decision deadline) and decides by each rule's FallbackPolicy while
-// Redis fails: local (this instance's share of the quota, from a Heartbeat
-// count of live instances), allow or deny. MultiplierPublisher and
-// MultiplierSubscriber carry the controller's multipliers through a Redis
-// hash and channel; Lease elects one controller leader.
-//
-// # Redis
-//
-// The Redis store runs one Lua script per decision through EVALSHA with a
-// NOSCRIPT fallback. Scripts read time from Redis TIME, never from the
-// application server. Every key gets a TTL equal to its time to refill, plus
-// one second. Keys look like "<prefix><alg>:{<key>}": the hash tag keeps one
-// decision on one cluster slot, and the algorithm code keeps a rule that
-// changes algorithm from reading another algorithm's state.
+//	limiter/redisstore  the shared store on Redis (Lua in lua/*.lua)
+//	limiter/fallback    decisions while the shared store fails (local share, allow, deny)
+//	limiter/identity    who sent a request: API key, verified JWT, client IP
+//	limiter/enforce     HTTP rules → decisions → responses (net/http), probes
+//	limiter/echolimit   the Echo adapter of enforce
+//	limiter/instrument  Prometheus metrics of decisions, top refused clients
+//	limiter/retry       the client side: a RoundTripper honouring Retry-After
+//	limiter/multiplier  the contract with the controller: multiplier.Set, Source
+//	limiter/coord       coordination through Redis: multipliers, leader lease, heartbeats
 package limiter

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/enum"
 )
 
 // Store makes one atomic decision per call. Implementations are safe for
@@ -18,8 +20,6 @@ type Store interface {
 var (
 	// ErrInvalid reports a request or rule that cannot be decided.
 	ErrInvalid = errors.New("limiter: invalid request")
-	// ErrBadReply reports a Redis reply of an unexpected shape.
-	ErrBadReply = errors.New("limiter: unexpected reply from redis")
 )
 
 // Algorithm selects how a rule counts. The zero value is TokenBucket.
@@ -33,29 +33,35 @@ const (
 	SlidingWindowLog
 	SlidingWindowCounter
 	LeakyBucket
-	numAlgorithms
+	// NumAlgorithms is the number of algorithms; arrays indexed by
+	// Algorithm have this length.
+	NumAlgorithms int = iota
 )
 
-var algNames = [numAlgorithms]string{"token_bucket", "gcra", "fixed_window",
-	"sliding_window_log", "sliding_window_counter", "leaky_bucket"}
+var algNames = enum.New[Algorithm]("limiter", "algorithm", "token_bucket", "gcra", "fixed_window",
+	"sliding_window_log", "sliding_window_counter", "leaky_bucket")
 
 // algCodes are the short codes used in store keys.
-var algCodes = [numAlgorithms]string{"tb", "gc", "fw", "sl", "sc", "lb"}
+var algCodes = [NumAlgorithms]string{"tb", "gc", "fw", "sl", "sc", "lb"}
 
 // Algorithms lists every algorithm, in declaration order.
 func Algorithms() []Algorithm {
-	a := make([]Algorithm, numAlgorithms)
+	a := make([]Algorithm, NumAlgorithms)
 	for i := range a {
 		a[i] = Algorithm(i)
 	}
 	return a
 }
 
-func (a Algorithm) String() string {
-	if a < numAlgorithms {
-		return algNames[a]
+func (a Algorithm) String() string { return algNames.String(a) }
+
+// Code is the algorithm's short code in store keys ("tb" for TokenBucket),
+// so that a rule that changes algorithm never reads another's state.
+func (a Algorithm) Code() string {
+	if int(a) < NumAlgorithms {
+		return algCodes[a]
 	}
-	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+	return "xx"
 }
 
 // ParseAlgorithm reads an algorithm name as printed by String. The empty
@@ -64,16 +70,11 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 	if s == "" {
 		return TokenBucket, nil
 	}
-	for i, n := range algNames {
-		if n == s {
-			return Algorithm(i), nil
-		}
-	}
-	return 0, fmt.Errorf("limiter: unknown algorithm %q (want one of %v)", s, algNames)
+	return algNames.Parse(s)
 }
 
-// isWindow reports whether a counts requests in windows (and ignores Burst).
-func (a Algorithm) isWindow() bool {
+// IsWindow reports whether a counts requests in windows (and ignores Burst).
+func (a Algorithm) IsWindow() bool {
 	return a == FixedWindow || a == SlidingWindowLog || a == SlidingWindowCounter
 }
 
@@ -98,34 +99,23 @@ const (
 	FallbackLocal FallbackPolicy = iota // in-memory limiter with this instance's share of the quota
 	FallbackAllow                       // fail open
 	FallbackDeny                        // fail closed
-	numFallbacks
 )
 
-var fallbackNames = [numFallbacks]string{"local", "allow", "deny"}
+var fallbackNames = enum.New[FallbackPolicy]("limiter", "fallback policy", "local", "allow", "deny")
 
-func (f FallbackPolicy) String() string {
-	if f < numFallbacks {
-		return fallbackNames[f]
-	}
-	return fmt.Sprintf("FallbackPolicy(%d)", uint8(f))
-}
+func (f FallbackPolicy) String() string { return fallbackNames.String(f) }
 
 // ParseFallbackPolicy reads a policy name; "" means local.
 func ParseFallbackPolicy(s string) (FallbackPolicy, error) {
 	if s == "" {
 		return FallbackLocal, nil
 	}
-	for i, n := range fallbackNames {
-		if n == s {
-			return FallbackPolicy(i), nil
-		}
-	}
-	return 0, fmt.Errorf("limiter: unknown fallback policy %q (want local, allow or deny)", s)
+	return fallbackNames.Parse(s)
 }
 
-// capacity is the most one key can spend at once.
-func (r Rule) capacity() int64 {
-	if r.Algorithm.isWindow() || r.Burst == 0 {
+// Capacity is the most one key can spend at once.
+func (r Rule) Capacity() int64 {
+	if r.Algorithm.IsWindow() || r.Burst == 0 {
 		return r.Limit
 	}
 	return r.Burst
@@ -136,13 +126,13 @@ const maxPeriod = 366 * 24 * time.Hour
 // Validate reports what is wrong with r, naming the field.
 func (r Rule) Validate() error {
 	switch {
-	case r.Algorithm >= numAlgorithms:
+	case int(r.Algorithm) >= NumAlgorithms:
 		return fmt.Errorf("%w: rule %q: algorithm %d unknown", ErrInvalid, r.Name, r.Algorithm)
 	case r.Limit <= 0 || r.Limit > 1e12:
 		return fmt.Errorf("%w: rule %q: limit %d must be in 1..1e12", ErrInvalid, r.Name, r.Limit)
 	case r.Period < time.Millisecond || r.Period > maxPeriod:
 		return fmt.Errorf("%w: rule %q: period %v must be in 1ms..366d", ErrInvalid, r.Name, r.Period)
-	case r.Fallback >= numFallbacks:
+	case !fallbackNames.Valid(r.Fallback):
 		return fmt.Errorf("%w: rule %q: fallback policy %d unknown", ErrInvalid, r.Name, r.Fallback)
 	case r.Burst < 0 || r.Burst > 1e12:
 		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
@@ -167,8 +157,8 @@ type Request struct {
 	Peek bool
 }
 
-// normalize fills defaults and validates r.
-func (r *Request) normalize() error {
+// Normalize fills defaults and validates r. Stores call it first.
+func (r *Request) Normalize() error {
 	if r.Peek { // a refund of nothing: refill to now, spend nothing
 		r.Cost, r.Refund = 0, true
 	} else if r.Cost == 0 {
@@ -188,7 +178,7 @@ func (r *Request) normalize() error {
 	if err := r.Rule.Validate(); err != nil {
 		return err
 	}
-	if c := r.Rule.capacity(); r.Cost > c {
+	if c := r.Rule.Capacity(); r.Cost > c {
 		return fmt.Errorf("%w: rule %q: cost %d exceeds capacity %d", ErrInvalid, r.Rule.Name, r.Cost, c)
 	}
 	return nil
@@ -202,17 +192,13 @@ const (
 	Allowed   Reason = iota // admitted
 	OverQuota               // the key's quota is spent: HTTP 429
 	Shed                    // quota fine, admission limit spent under load: HTTP 503
-	numReasons
+	// NumReasons is the number of reasons.
+	NumReasons int = iota
 )
 
-var reasonNames = [numReasons]string{"allowed", "over_quota", "shed"}
+var reasonNames = enum.New[Reason]("limiter", "reason", "allowed", "over_quota", "shed")
 
-func (r Reason) String() string {
-	if r < numReasons {
-		return reasonNames[r]
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
-}
+func (r Reason) String() string { return reasonNames.String(r) }
 
 // Decision is the answer for one request.
 type Decision struct {
@@ -223,4 +209,19 @@ type Decision struct {
 	ResetAfter time.Duration // until the quota is whole again
 	RetryAfter time.Duration // until this request would pass; 0 when allowed
 	Fallback   bool          // decided by a fallback path, not the shared store
+}
+
+// DecisionLabels are the values a Decision's Label takes, in order: the
+// reasons, then the reasons prefixed by "fallback_".
+var DecisionLabels = [2 * NumReasons]string{"allowed", "over_quota", "shed",
+	"fallback_allowed", "fallback_over_quota", "fallback_shed"}
+
+// Label names the decision in metrics and traces: its reason, prefixed by
+// "fallback_" when it came from the fallback path.
+func (d Decision) Label() string {
+	i := int(d.Reason)
+	if d.Fallback {
+		i += NumReasons
+	}
+	return DecisionLabels[i]
 }

@@ -49,17 +49,17 @@ type memEntry struct {
 func NewMemory(opts ...Option) *Memory {
 	o := newOptions(opts)
 	n := 1
-	for n < o.shards && n < o.maxKeys {
+	for n < o.Shards && n < o.MaxKeys {
 		n <<= 1
 	}
-	if n > o.maxKeys {
+	if n > o.MaxKeys {
 		n >>= 1
 	}
 	if n < 1 {
 		n = 1
 	}
-	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n), now: o.now}
-	m.perShard = max(1, o.maxKeys/n)
+	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n), now: o.Now}
+	m.perShard = max(1, o.MaxKeys/n)
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -83,7 +83,7 @@ func (m *Memory) DecideAt(now time.Time, req Request) (Decision, error) {
 }
 
 func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
-	if err := req.normalize(); err != nil {
+	if err := req.Normalize(); err != nil {
 		return Decision{}, err
 	}
 	k := memKey{req.Rule.Algorithm, req.Key}
@@ -162,12 +162,23 @@ func (m *Memory) Overflows() uint64 {
 
 // decisionOf turns a verdict in µs into a Decision.
 func decisionOf(r *Request, v verdict) Decision {
+	return DecisionOf(r, v.reason, v.remaining, v.reset, v.retry)
+}
+
+// DecisionOf turns a store's answer into a Decision: the reason, what the
+// key may still spend, and the microseconds until its quota is whole again
+// (reset) and until this request would pass (retry). Stores other than
+// Memory (the Redis store) build their decisions with it.
+func DecisionOf(r *Request, reason Reason, remaining, resetUs, retryUs float64) Decision {
 	return Decision{
-		Allowed:    v.reason == Allowed,
-		Reason:     v.reason,
+		Allowed:    reason == Allowed,
+		Reason:     reason,
 		Limit:      r.Rule.Limit,
-		Remaining:  int64(v.remaining),
-		ResetAfter: time.Duration(math.Ceil(v.reset)) * time.Microsecond,
-		RetryAfter: time.Duration(math.Ceil(v.retry)) * time.Microsecond,
+		Remaining:  int64(remaining),
+		ResetAfter: time.Duration(math.Ceil(resetUs)) * time.Microsecond,
+		RetryAfter: time.Duration(math.Ceil(retryUs)) * time.Microsecond,
 	}
 }
+
+// Ready reports that the in-memory store can decide: always nil.
+func (m *Memory) Ready(context.Context) error { return nil }

@@ -8,14 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/internal/fakeclock"
 	"github.com/throttledhq/throttled/limiter"
 )
+
+// t0 is aligned to a second, so 1 s windows start at t0.
+var t0 = time.Unix(1_700_000_000, 0)
 
 // TestMemoryCap: a flood of 1,000,000 distinct keys never makes the store
 // track more than its cap, and a key tracked before keeps its state.
 func TestMemoryCap(t *testing.T) {
 	const maxKeys = 10_000
-	clock := newFakeClock(t0) // time stands still: nothing expires
+	clock := fakeclock.New(t0) // time stands still: nothing expires
 	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(maxKeys))
 	rule := limiter.Rule{Limit: 10, Period: time.Minute, Burst: 10}
 	ctx := context.Background()
@@ -63,7 +67,7 @@ func TestMemoryCap(t *testing.T) {
 // TestMemoryOverflowIsLimited: keys beyond the cap share one limited state
 // rather than passing unlimited.
 func TestMemoryOverflowIsLimited(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(1), limiter.WithShards(1))
 	rule := limiter.Rule{Limit: 5, Period: time.Minute, Burst: 5}
 	allowed := 0
@@ -86,7 +90,7 @@ func TestMemoryOverflowIsLimited(t *testing.T) {
 // TestMemoryExpiresIdleKeys: once a key's TTL passes it is forgotten, so
 // new keys are tracked again instead of overflowing.
 func TestMemoryExpiresIdleKeys(t *testing.T) {
-	clock := newFakeClock(t0)
+	clock := fakeclock.New(t0)
 	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(64), limiter.WithShards(1))
 	rule := limiter.Rule{Limit: 10, Period: time.Second, Burst: 10}
 	decide := func(key string) limiter.Decision {

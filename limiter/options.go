@@ -4,21 +4,26 @@ import "time"
 
 // Option configures a store. Options that do not apply to a store are
 // ignored by it.
-type Option func(*options)
+type Option func(*Options)
 
-type options struct {
-	now     func() time.Time
-	prefix  string
-	maxKeys int
-	shards  int
+// Options are the options resolved, defaults applied. Stores in other
+// packages (the Redis store) read theirs with NewOptions.
+type Options struct {
+	Now     func() time.Time // nil: the store's own clock
+	Prefix  string
+	MaxKeys int
+	Shards  int
 }
 
-// defaults are set here and nowhere else.
-func newOptions(opts []Option) options {
-	o := options{
-		prefix:  "throttled:",
-		maxKeys: 1 << 20,
-		shards:  64,
+// NewOptions applies opts over the defaults, which are set here and nowhere
+// else.
+func NewOptions(opts ...Option) Options { return newOptions(opts) }
+
+func newOptions(opts []Option) Options {
+	o := Options{
+		Prefix:  "throttled:",
+		MaxKeys: 1 << 20,
+		Shards:  64,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -33,15 +38,15 @@ func newOptions(opts []Option) options {
 // passes now to its scripts instead. That is for deterministic tests: in
 // production it would bring back the skew between application servers that
 // TIME avoids.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+func WithClock(now func() time.Time) Option { return func(o *Options) { o.Now = now } }
 
 // WithPrefix sets the Redis key prefix (default "throttled:").
-func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 
 // WithMaxKeys caps the keys the in-memory store tracks (default 1<<20).
 // Requests for keys beyond the cap share one overflow state per shard; keys
 // already tracked keep theirs.
-func WithMaxKeys(n int) Option { return func(o *options) { o.maxKeys = n } }
+func WithMaxKeys(n int) Option { return func(o *Options) { o.MaxKeys = n } }
 
 // WithShards sets the in-memory store's lock shards (default 64).
-func WithShards(n int) Option { return func(o *options) { o.shards = n } }
+func WithShards(n int) Option { return func(o *Options) { o.Shards = n } }

@@ -11,12 +11,11 @@ dir=$(mktemp -d)
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes --logfile "$dir/log"
 trap 'redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-go build -o "$dir/throttled" ./cmd/throttled
 load() { redis-cli -p "$port" SCRIPT LOAD "$1"; }
 declare -A sha args
 sha[plain]=$(load "$(cat "$plain")"); args[plain]="1 key 100 100 1"
 for alg in token_bucket gcra sliding_window_counter; do
-  sha[$alg]=$(load "$("$dir/throttled" script "$alg")")
+  sha[$alg]=$(load "$(cat "limiter/redisstore/lua/$alg.lua")")
   # now="" (Redis TIME), limit 100/s, capacity 100, cost 1, multiplier 1
   args[$alg]="1 {key}:$alg '' 100 1000000 100 1 1"
 done

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 // benchResult is what `throttled bench --json` prints.
@@ -65,7 +66,7 @@ func bench(args []string, w io.Writer) error {
 		opt.PoolSize = *conc
 		c := redis.NewClient(opt)
 		defer c.Close()
-		s = limiter.NewRedis(c, limiter.WithPrefix("throttled-bench:"))
+		s = redisstore.New(c, limiter.WithPrefix("throttled-bench:"))
 	default:
 		return fmt.Errorf("bench: --store %q: want memory or redis", *store)
 	}

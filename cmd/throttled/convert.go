@@ -8,19 +8,20 @@ import (
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // policyOf converts the admin API's Config to the limiter's Policy. Rules
 // keep their order; tiers are sorted by name.
-func policyOf(c api.Config) (limiter.Policy, error) {
-	p := limiter.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier}
+func policyOf(c api.Config) (enforce.Policy, error) {
+	p := enforce.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier}
 	for _, name := range sortedTiers(c.Tiers) {
 		t := c.Tiers[name].WithDefaults()
 		alg, err := limiter.ParseAlgorithm(t.Algorithm)
 		if err != nil {
 			return p, &api.FieldError{Field: "tiers." + name + ".algorithm", Msg: err.Error()}
 		}
-		p.Tiers = append(p.Tiers, limiter.Tier{Name: name, Algorithm: alg, Limit: t.Rate,
+		p.Tiers = append(p.Tiers, enforce.Tier{Name: name, Algorithm: alg, Limit: t.Rate,
 			Period: t.Period.D(), Burst: t.Burst, Priority: t.Priority})
 	}
 	for i, r := range c.Rules {
@@ -33,14 +34,14 @@ func policyOf(c api.Config) (limiter.Policy, error) {
 	return p, nil
 }
 
-func ruleOf(r api.Rule) (limiter.HTTPRule, error) {
+func ruleOf(r api.Rule) (enforce.Rule, error) {
 	alg, err1 := limiter.ParseAlgorithm(r.Algorithm)
-	mode, err2 := limiter.ParseMode(r.Mode)
+	mode, err2 := enforce.ParseMode(r.Mode)
 	fb, err3 := limiter.ParseFallbackPolicy(r.Fallback)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return limiter.HTTPRule{}, err
+		return enforce.Rule{}, err
 	}
-	return limiter.HTTPRule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
+	return enforce.Rule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
 		Algorithm: alg, Limit: r.Limit, Period: r.Period.D(), Burst: r.Burst, Cost: r.Cost,
 		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb}, nil
 }

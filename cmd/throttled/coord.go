@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/api"
-	"github.com/throttledhq/throttled/controller"
-	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // localMultipliers carries the controller's multipliers to the enforcer in
 // one process (embedded mode, no Redis): the controller's Publisher and the
 // enforcer's MultiplierSource at once.
 type localMultipliers struct {
-	cur atomic.Pointer[controller.Multipliers]
+	cur atomic.Pointer[multiplier.Set]
 }
 
-func (l *localMultipliers) Publish(_ context.Context, m controller.Multipliers) error {
+func (l *localMultipliers) Publish(_ context.Context, m multiplier.Set) error {
 	l.cur.Store(&m)
 	return nil
 }
@@ -38,22 +39,10 @@ func (localLease) Acquire(context.Context) (bool, error) { return true, nil }
 func (localLease) Renew(context.Context) (bool, error)   { return true, nil }
 func (localLease) Release(context.Context) error         { return nil }
 
-// redisPublisher adapts the limiter's Redis publisher to the controller.
-type redisPublisher struct{ p *limiter.MultiplierPublisher }
-
-func (r redisPublisher) Publish(ctx context.Context, m controller.Multipliers) error {
-	return r.p.Publish(ctx, limiter.MultiplierSet(m))
-}
-
-func (r redisPublisher) Load(ctx context.Context) (controller.Multipliers, bool, error) {
-	m, ok, err := r.p.Load(ctx)
-	return controller.Multipliers(m), ok, err
-}
-
 // pinned applies the admin API's pins over the controller's multipliers.
 // The pins map is replaced whole on every config change, never mutated.
 type pinned struct {
-	src  limiter.MultiplierSource
+	src  multiplier.Source
 	pins atomic.Pointer[map[string]api.Pin]
 	now  func() time.Time
 }
@@ -85,8 +74,8 @@ func (t *tierTable) TierOf(client string) (string, bool) {
 // multiplierStatus reports what the enforcer applies, for GET /v1/multipliers.
 type multiplierStatus struct {
 	tiers func() []string
-	src   limiter.MultiplierSource
-	sub   *limiter.MultiplierSubscriber // nil in embedded mode
+	src   multiplier.Source
+	sub   *coord.Subscriber // nil in embedded mode
 }
 
 func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
@@ -103,7 +92,7 @@ func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
 }
 
 // bucketInspector shows a key's buckets in GET /v1/keys/{key}.
-type bucketInspector struct{ e *limiter.Enforcer }
+type bucketInspector struct{ e *enforce.Enforcer }
 
 func (b bucketInspector) Inspect(ctx context.Context, key string) (any, error) {
 	return b.e.Inspect(ctx, key)

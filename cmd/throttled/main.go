@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -78,6 +79,6 @@ func script(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(w, limiter.ScriptSource(alg))
+	_, err = io.WriteString(w, redisstore.ScriptSource(alg))
 	return err
 }

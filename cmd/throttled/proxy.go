@@ -7,11 +7,11 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/internal/wait"
 )
 
 // upstreamMetrics record the sidecar's calls to the protected service; the
@@ -61,9 +61,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 	transport := s.upstream.wrap(http.DefaultTransport)
 	if s.breakers != nil {
-		routes := s.cfg.UpstreamBreaker.Routes
 		transport = s.breakers.RoundTripper(transport, func(r *http.Request) string {
-			return "upstream:" + routeOf(r.URL.Path, routes, "default")
+			return "upstream:" + s.breakerRoutes.Of(r.URL.Path, "default")
 		})
 	}
 	rp := &httputil.ReverseProxy{
@@ -81,7 +80,7 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			writeJSON(w, res.Status, res.Body())
 			return
 		}
-		for _, bh := range []*bulkhead.Bulkhead{s.bulk[res.Tier], s.routeBulk[routeOf(r.URL.Path, s.routes, "")]} {
+		for _, bh := range []*bulkhead.Bulkhead{s.bulk[res.Tier], s.routeBulk[s.routes.Of(r.URL.Path, "")]} {
 			if bh == nil {
 				continue
 			}
@@ -103,7 +102,7 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 		w.WriteHeader(499) // the client went away while waiting
 		return
 	}
-	secs := jittered(bh.RetryAfter())
+	secs := wait.Jittered(bh.RetryAfter(), rand.Int64N)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	body := `{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":` +
 		strconv.FormatInt(secs, 10) + `,"tier":"` + tier + `","rule":""}` + "\n"
@@ -114,10 +113,10 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 // route's breaker is open, 502 otherwise.
 func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, bulkhead.ErrOpen) {
-		b, _ := s.breakers.Get("upstream:" + routeOf(r.URL.Path, s.cfg.UpstreamBreaker.Routes, "default"))
-		secs := jittered(time.Second)
+		b, _ := s.breakers.Get("upstream:" + s.breakerRoutes.Of(r.URL.Path, "default"))
+		secs := wait.Jittered(time.Second, rand.Int64N)
 		if b != nil {
-			secs = jittered(b.RetryAfter())
+			secs = wait.Jittered(b.RetryAfter(), rand.Int64N)
 		}
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"upstream unavailable, retry later","reason":"breaker_open","retry_after_seconds":`+
@@ -126,25 +125,6 @@ func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	s.log.Warn("upstream", "err", err)
 	w.WriteHeader(http.StatusBadGateway)
-}
-
-// routeOf is the longest prefix in routes that path falls under, at a
-// segment boundary, or def.
-func routeOf(path string, routes []string, def string) string {
-	best, n := def, -1
-	for _, r := range routes {
-		if (path == r || r == "/" || strings.HasPrefix(path, strings.TrimSuffix(r, "/")+"/")) && len(r) > n {
-			best, n = r, len(r)
-		}
-	}
-	return best
-}
-
-// jittered is d in whole seconds, rounded up, at least 1, plus up to half
-// again (at least 1 s) of jitter, as the limiter does for its 503s.
-func jittered(d time.Duration) int64 {
-	s := max(1, int64((d+time.Second-1)/time.Second))
-	return s + rand.Int64N(max(1, s/2)+1)
 }
 
 func writeJSON(w http.ResponseWriter, code int, body []byte) {

@@ -10,20 +10,6 @@ import (
 	"time"
 )
 
-func TestRouteOf(t *testing.T) {
-	routes := []string{"/api", "/api/export", "/"}
-	for path, want := range map[string]string{
-		"/api": "/api", "/api/x": "/api", "/api/export/1": "/api/export", "/apix": "/", "/": "/",
-	} {
-		if got := routeOf(path, routes, "default"); got != want {
-			t.Errorf("routeOf(%q) = %q, want %q", path, got, want)
-		}
-	}
-	if got := routeOf("/x", []string{"/api"}, "default"); got != "default" {
-		t.Errorf("unmatched: %q", got)
-	}
-}
-
 // proxyConfig adds YAML to the test config.
 func proxyConfig(t *testing.T, upstream, extra string) *Config {
 	t.Helper()

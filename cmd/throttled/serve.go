@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // serveFlags are the common settings a flag may override (after the file
@@ -169,8 +169,8 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 func (s *stack) adminMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	mux.Handle("/healthz", limiter.HealthHandler())
-	mux.Handle("/readyz", limiter.ReadyHandler(s.ready, 0))
+	mux.Handle("/healthz", enforce.HealthHandler())
+	mux.Handle("/readyz", enforce.ReadyHandler(s.ready, 0))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if srv := s.admin.Load(); srv != nil {
 			srv.ServeHTTP(w, r)

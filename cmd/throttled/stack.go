@@ -15,30 +15,37 @@ import (
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/fallback"
+	"github.com/throttledhq/throttled/limiter/identity"
+	"github.com/throttledhq/throttled/limiter/instrument"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 // stack is every part of a running throttled, wired. serve and demo build
 // one; cmd/throttled only wires, the parts live in their packages.
 type stack struct {
-	cfg       *Config
-	log       *slog.Logger
-	reg       *prometheus.Registry
-	rdb       redis.UniversalClient // nil: embedded
-	store     limiter.Store
-	ready     func(context.Context) error
-	enforcer  *limiter.Enforcer
-	mults     *pinned
-	tiers     *tierTable
-	admin     atomic.Pointer[api.Server] // nil while the admin store is unreachable
-	watcher   *api.Watcher
-	loop      *controller.Loop
-	upstream  *upstreamMetrics
-	bulk      map[string]*bulkhead.Bulkhead // per tier; nil: none
-	routeBulk map[string]*bulkhead.Bulkhead // per path prefix; nil: none
-	routes    []string                      // the prefixes of routeBulk
-	breakers  *bulkhead.BreakerSet          // per upstream route; nil: none
-	runners   []func(context.Context) error
-	tierList  atomic.Pointer[[]string]
+	cfg           *Config
+	log           *slog.Logger
+	reg           *prometheus.Registry
+	rdb           redis.UniversalClient // nil: embedded
+	store         limiter.Store
+	ready         func(context.Context) error
+	enforcer      *enforce.Enforcer
+	mults         *pinned
+	tiers         *tierTable
+	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
+	watcher       *api.Watcher
+	loop          *controller.Loop
+	upstream      *upstreamMetrics
+	bulk          map[string]*bulkhead.Bulkhead // per tier; nil: none
+	routeBulk     map[string]*bulkhead.Bulkhead // per path prefix; nil: none
+	routes        enforce.Routes                // the path patterns of routeBulk
+	breakerRoutes enforce.Routes                // upstream_breaker.routes
+	breakers      *bulkhead.BreakerSet          // per upstream route; nil: none
+	runners       []func(context.Context) error
+	tierList      atomic.Pointer[[]string]
 }
 
 func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {
@@ -78,20 +85,20 @@ func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
 }
 
 func (s *stack) buildStore(ctx context.Context) error {
-	m, err := limiter.NewMetrics(s.reg)
+	m, err := instrument.NewMetrics(s.reg)
 	if err != nil {
 		return err
 	}
 	if s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
 		mem := limiter.NewMemory()
-		s.store, s.ready = limiter.Instrument(mem, m, "memory"), mem.Ready
+		s.store, s.ready = instrument.Store(mem, m, "memory"), mem.Ready
 		s.log.Info("store: embedded in-memory (no redis configured)")
 		return nil
 	}
 	if s.rdb, err = redisClient(&s.cfg.Redis); err != nil {
 		return err
 	}
-	shared := limiter.NewRedis(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
+	shared := redisstore.New(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
 	bm, err := bulkhead.NewMetrics(s.reg)
 	if err != nil {
 		return err
@@ -101,9 +108,9 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := limiter.FallbackSettings{Guard: guard, Instances: s.cfg.Fallback.Instances, Metrics: m}
+	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m}
 	if fs.Instances == 0 {
-		hb, err := limiter.NewHeartbeat(s.rdb, limiter.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
+		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
 		}
@@ -116,11 +123,11 @@ func (s *stack) buildStore(ctx context.Context) error {
 			return err
 		})
 	}
-	fb, err := limiter.NewFallback(shared, fs, s.reg)
+	fb, err := fallback.New(shared, fs, s.reg)
 	if err != nil {
 		return err
 	}
-	s.store, s.ready = limiter.Instrument(fb, m, "redis"), shared.Ready
+	s.store, s.ready = instrument.Store(fb, m, "redis"), shared.Ready
 	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
 	return nil
 }
@@ -131,7 +138,7 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 		s.mults.src = &localMultipliers{}
 		return nil
 	}
-	sub, err := limiter.NewMultiplierSubscriber(s.rdb, limiter.MultiplierSettings{Prefix: s.cfg.Redis.Prefix,
+	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix,
 		StaleAfter: s.cfg.Controller.StaleAfter.D(), Logger: s.log}, s.reg)
 	if err != nil {
 		return err
@@ -150,17 +157,17 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	top := limiter.NewTopK(20)
+	top := instrument.NewTopK(20)
 	if err := s.reg.Register(top); err != nil {
 		return err
 	}
-	s.enforcer, err = limiter.NewEnforcer(s.store, policy, limiter.EnforcerSettings{
+	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Refusals: top})
 	return err
 }
 
-func identifierOf(c *IdentityConfig) (limiter.Identifier, error) {
-	is := limiter.IdentitySettings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix}
+func identifierOf(c *IdentityConfig) (identity.Identifier, error) {
+	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix}
 	for _, p := range c.TrustedProxies {
 		pfx, err := parsePrefix(p)
 		if err != nil {
@@ -168,7 +175,7 @@ func identifierOf(c *IdentityConfig) (limiter.Identifier, error) {
 		}
 		is.TrustedProxies = append(is.TrustedProxies, pfx)
 	}
-	jc := limiter.JWTConfig{Issuer: c.JWT.Issuer, Audience: c.JWT.Audience, Leeway: c.JWT.Leeway.D()}
+	jc := identity.JWTConfig{Issuer: c.JWT.Issuer, Audience: c.JWT.Audience, Leeway: c.JWT.Leeway.D()}
 	switch {
 	case c.JWT.Secret != "":
 		jc.Secret = []byte(c.JWT.Secret)
@@ -179,12 +186,12 @@ func identifierOf(c *IdentityConfig) (limiter.Identifier, error) {
 		}
 		jc.PublicKeyPEM = pem
 	default:
-		return limiter.NewIdentifier(is)
+		return identity.New(is)
 	}
-	v, err := limiter.NewJWTVerifier(jc)
+	v, err := identity.NewJWTVerifier(jc)
 	if err != nil {
 		return nil, fmt.Errorf("identity.jwt: %w", err)
 	}
 	is.JWT = v
-	return limiter.NewIdentifier(is)
+	return identity.New(is)
 }

@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
-	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
+	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/signals"
 )
 
@@ -37,7 +40,7 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 		return err
 	}
 	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
-	status.sub, _ = s.mults.src.(*limiter.MultiplierSubscriber)
+	status.sub, _ = s.mults.src.(*coord.Subscriber)
 	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
 		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer},
 		Registerer: s.reg, Logger: s.log}
@@ -153,15 +156,15 @@ func (s *stack) buildController(ctx context.Context) error {
 	if s.rdb == nil {
 		pub, lease = s.mults.src.(*localMultipliers), localLease{}
 	} else {
-		mp, err := limiter.NewMultiplierPublisher(s.rdb, limiter.MultiplierSettings{Prefix: s.cfg.Redis.Prefix})
+		mp, err := coord.NewPublisher(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
 		}
-		l, err := limiter.NewLease(s.rdb, s.cfg.Redis.Prefix+"controller:leader", cc.LeaseTTL.D())
+		l, err := coord.NewLease(s.rdb, s.cfg.Redis.Prefix+"controller:leader", cc.LeaseTTL.D())
 		if err != nil {
 			return err
 		}
-		pub, lease = redisPublisher{mp}, l
+		pub, lease = mp, l
 	}
 	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets), pub, lease, s.reg, controller.WithLogger(s.log))
 	if err != nil {
@@ -204,9 +207,8 @@ func (s *stack) buildProxyParts(ctx context.Context) error {
 	if s.routeBulk, err = bulkheadsOf("route:", s.cfg.RouteBulkheads, bm); err != nil {
 		return err
 	}
-	for route := range s.cfg.RouteBulkheads {
-		s.routes = append(s.routes, route)
-	}
+	s.routes = enforce.NewRoutes(slices.Sorted(maps.Keys(s.cfg.RouteBulkheads)))
+	s.breakerRoutes = enforce.NewRoutes(s.cfg.UpstreamBreaker.Routes)
 	if ub := &s.cfg.UpstreamBreaker; ub.Enabled {
 		s.breakers, err = bulkhead.NewBreakerSet(bulkhead.BreakerSettings{ConsecutiveFailures: ub.ConsecutiveFailures,
 			OpenTimeout: ub.OpenTimeout.D(), Deadline: ub.Deadline.D()}, bm)

@@ -65,6 +65,25 @@ func (r *Redis) Client() *redis.Client {
 	return c
 }
 
+// DeadlineClient returns a client that honours context deadlines, as
+// production needs: without ContextTimeoutEnabled a stalled Redis holds
+// each call for ReadTimeout whatever the deadline. retries < 0 disables
+// retries. It is closed when the test ends.
+func (r *Redis) DeadlineClient(retries int) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: true, MaxRetries: retries})
+	r.tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// DeadRedis returns a client of a redis-server that was started and killed:
+// every call fails with "connection refused".
+func DeadRedis(tb testing.TB) *redis.Client {
+	r := StartRedis(tb)
+	c := r.DeadlineClient(-1)
+	r.Kill()
+	return c
+}
+
 // Kill sends SIGKILL to the server and waits for it to exit.
 func (r *Redis) Kill() { r.Proc.Kill() }
 

@@ -3,9 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"github.com/redis/go-redis/v9"
 	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedisStartsAndRestarts(t *testing.T) {

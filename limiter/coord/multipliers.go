@@ -1,0 +1,261 @@
+package coord
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/limiter/multiplier"
+)
+
+// ErrStaleEpoch is returned by Publish when Redis already holds a newer
+// epoch: a stale ex-leader must not overwrite a newer leader's multipliers.
+var ErrStaleEpoch = errors.New("coord: epoch older than the published one")
+
+// Settings configure the publisher and the subscriber of the
+// multipliers. Zero values mean the defaults in withDefaults.
+type Settings struct {
+	// Prefix of the hash "<prefix>multipliers" and of the pub/sub channel of
+	// the same name. "" means "throttled:".
+	Prefix string
+	// MaxMultiplier is the largest valid multiplier; sets with a larger one
+	// are refused by the publisher and ignored by the subscriber. 0 means 1.
+	MaxMultiplier float64
+	// PollInterval: the subscriber re-reads the hash this often, covering
+	// messages lost while its subscription was down. 0 means 1 s.
+	PollInterval time.Duration
+	// StaleAfter: the subscriber treats multipliers whose At is further
+	// than this from its clock (in either direction) as 1. 0 means 15 s,
+	// three default controller periods.
+	StaleAfter time.Duration
+	// PollOnly makes the subscriber poll without subscribing, for Redis
+	// proxies without pub/sub.
+	PollOnly bool
+	// Now is the subscriber's clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives the subscriber's connection changes and rejected
+	// data; nil discards.
+	Logger *slog.Logger
+}
+
+// withDefaults is the one place where defaults are set; it also validates.
+func (s Settings) withDefaults() (Settings, error) {
+	if s.Prefix == "" {
+		s.Prefix = "throttled:"
+	}
+	if s.MaxMultiplier == 0 {
+		s.MaxMultiplier = 1
+	}
+	if s.PollInterval == 0 {
+		s.PollInterval = time.Second
+	}
+	if s.StaleAfter == 0 {
+		s.StaleAfter = 15 * time.Second
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case !(s.MaxMultiplier > 0) || math.IsInf(s.MaxMultiplier, 0):
+		return s, fmt.Errorf("%w: max multiplier %v must be a finite number > 0", ErrInvalid, s.MaxMultiplier)
+	case s.PollInterval < time.Millisecond:
+		return s, fmt.Errorf("%w: poll interval %v must be at least 1ms", ErrInvalid, s.PollInterval)
+	case s.StaleAfter < time.Millisecond:
+		return s, fmt.Errorf("%w: stale after %v must be at least 1ms", ErrInvalid, s.StaleAfter)
+	}
+	return s, nil
+}
+
+// key is both the hash and the channel name.
+func (s *Settings) key() string { return s.Prefix + "multipliers" }
+
+// Hash fields besides the tiers. Tier names must not start with "_".
+const (
+	multFieldEpoch = "_epoch"
+	multFieldAt    = "_at"
+)
+
+// parseMultiplierHash reads a published hash (HGETALL). Unknown "_" fields are
+// ignored, for fields added by later versions.
+func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
+	m := multiplier.Set{Tiers: make(map[string]float64, len(h))}
+	epoch, err := strconv.ParseUint(h[multFieldEpoch], 10, 64)
+	if err != nil {
+		return m, fmt.Errorf("%w: multipliers field %s: %v", ErrBadReply, multFieldEpoch, err)
+	}
+	at, err := strconv.ParseInt(h[multFieldAt], 10, 64)
+	if err == nil && at <= 0 {
+		err = fmt.Errorf("%d is not after 1970", at)
+	}
+	if err != nil {
+		return m, fmt.Errorf("%w: multipliers field %s: %v", ErrBadReply, multFieldAt, err)
+	}
+	m.Epoch, m.At = epoch, time.UnixMilli(at)
+	for f, s := range h {
+		if strings.HasPrefix(f, "_") {
+			continue
+		}
+		if m.Tiers[f], err = strconv.ParseFloat(s, 64); err != nil {
+			return m, fmt.Errorf("%w: multipliers tier %q: %v", ErrBadReply, f, err)
+		}
+	}
+	return m, nil
+}
+
+// multiplierMessage is the pub/sub form of a multiplier.Set.
+type multiplierMessage struct {
+	Epoch uint64             `json:"epoch"`
+	At    int64              `json:"at"` // unix ms
+	Tiers map[string]float64 `json:"tiers"`
+}
+
+func parseMultiplierMessage(payload string) (multiplier.Set, error) {
+	var msg multiplierMessage
+	if err := json.Unmarshal([]byte(payload), &msg); err != nil {
+		return multiplier.Set{}, fmt.Errorf("%w: multipliers message: %v", ErrBadReply, err)
+	}
+	if msg.At <= 0 {
+		return multiplier.Set{}, fmt.Errorf("%w: multipliers message: at %d is missing or not after 1970", ErrBadReply, msg.At)
+	}
+	if msg.Tiers == nil {
+		msg.Tiers = map[string]float64{}
+	}
+	return multiplier.Set{Tiers: msg.Tiers, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}, nil
+}
+
+// multPublishScript replaces the hash unless it holds a newer epoch, then
+// publishes ARGV[3] on the channel named like the hash, KEYS[1].
+//
+//	ARGV = epoch, at_ms, message, tier1, value1, ...
+//
+// Replies {1} when written, {0, stored_epoch} when refused.
+var multPublishScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], '_epoch')
+local n = cur and tonumber(cur) -- a corrupt epoch is overwritten
+if n and n > tonumber(ARGV[1]) then
+  return {0, cur}
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], '_epoch', ARGV[1], '_at', ARGV[2])
+for i = 4, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('PUBLISH', KEYS[1], ARGV[3])
+return {1}
+`)
+
+// Publisher writes the controller's multipliers to Redis and
+// announces them on pub/sub. The wiring adapts it to controller.Publisher
+// and controller.Loader.
+type Publisher struct {
+	c   redis.UniversalClient
+	s   Settings
+	key string
+}
+
+// NewPublisher returns a publisher on c (a single Redis or a
+// cluster client). It uses Prefix and MaxMultiplier from s.
+func NewPublisher(c redis.UniversalClient, s Settings) (*Publisher, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{c: c, s: s, key: s.key()}, nil
+}
+
+// Key is the Redis hash (and pub/sub channel) the publisher writes.
+func (p *Publisher) Key() string { return p.key }
+
+// Publish validates m and, in one script, replaces the hash and publishes
+// it, unless Redis holds a newer epoch (ErrStaleEpoch). An equal epoch is
+// written: the controller republishes every period as a heartbeat. Invalid
+// m (see multiplier.Set.Validate) is refused with ErrInvalid and nothing is written.
+func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
+	if err := m.Validate(p.s.MaxMultiplier); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	at := m.At.UnixMilli()
+	msg, err := json.Marshal(multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers})
+	if err != nil { // unreachable: validated floats always encode
+		return fmt.Errorf("coord: encoding multipliers: %w", err)
+	}
+	args := make([]any, 0, 3+2*len(m.Tiers))
+	args = append(args, m.Epoch, at, msg)
+	for t, v := range m.Tiers {
+		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	res, err := multPublishScript.Run(ctx, p.c, []string{p.key}, args...).Result()
+	if err != nil {
+		return fmt.Errorf("coord: publishing multipliers: %w", err)
+	}
+	arr, ok := res.([]any)
+	if !ok || len(arr) == 0 {
+		return fmt.Errorf("%w: publish: got %T %v", ErrBadReply, res, res)
+	}
+	switch written, _ := arr[0].(int64); {
+	case written == 1 && len(arr) == 1:
+		return nil
+	case written == 0 && len(arr) == 2:
+		stored, _ := arr[1].(string)
+		return fmt.Errorf("%w: epoch %d, redis holds %s", ErrStaleEpoch, m.Epoch, stored)
+	}
+	return fmt.Errorf("%w: publish: got %v", ErrBadReply, arr)
+}
+
+// Load returns the published multipliers (found false when nothing was
+// published), for a controller that becomes leader.
+func (p *Publisher) Load(ctx context.Context) (multiplier.Set, bool, error) {
+	return loadMultipliers(ctx, p.c, p.key, p.s.MaxMultiplier)
+}
+
+// loadMultipliers reads and checks the hash at key.
+func loadMultipliers(ctx context.Context, c redis.UniversalClient, key string, max float64) (multiplier.Set, bool, error) {
+	h, err := c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return multiplier.Set{}, false, fmt.Errorf("coord: loading multipliers: %w", err)
+	}
+	if len(h) == 0 {
+		return multiplier.Set{}, false, nil
+	}
+	m, err := parseMultiplierHash(h)
+	if err == nil {
+		if err = m.Validate(max); err != nil {
+			err = fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+	}
+	if err != nil {
+		return multiplier.Set{}, false, err
+	}
+	return m, true, nil
+}
+
+// newer reports whether next should replace cur (nil: nothing yet) at now:
+// a newer epoch, or the same epoch with a later At (a heartbeat). An older
+// epoch is ignored while cur is fresh; once cur is stale, a set with a later
+// At is taken whatever its epoch, so that enforcers follow a controller
+// that restarted from scratch after Redis lost the hash.
+func newerSet(cur *publishedSet, next *multiplier.Set, now time.Time) bool {
+	if cur == nil {
+		return true
+	}
+	later := next.At.After(cur.set.At)
+	switch c := cmp.Compare(next.Epoch, cur.set.Epoch); {
+	case c > 0:
+		return true
+	case c == 0:
+		return later
+	default:
+		return later && cur.stale(now)
+	}
+}

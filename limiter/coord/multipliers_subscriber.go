@@ -1,0 +1,278 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/internal/enum"
+	"github.com/throttledhq/throttled/internal/wait"
+	"github.com/throttledhq/throttled/limiter/multiplier"
+)
+
+// publishedSet is an accepted set with its staleness bounds. It is immutable
+// once stored, so readers need no lock.
+type publishedSet struct {
+	set     multiplier.Set
+	staleAt time.Time // set.At + StaleAfter
+	earlyAt time.Time // set.At − StaleAfter: a clock this far behind At is distrusted too
+}
+
+func (p *publishedSet) stale(now time.Time) bool {
+	return now.After(p.staleAt) || now.Before(p.earlyAt)
+}
+
+// Origin says where the multipliers a subscriber applies come from.
+type Origin uint8
+
+// Origins.
+const (
+	OriginNone  Origin = iota // nothing received yet: every multiplier is 1
+	OriginRedis               // fresh multipliers from Redis
+	OriginStale               // the last ones are older than StaleAfter: every multiplier is 1
+)
+
+var originNames = enum.New[Origin]("coord", "origin", "none", "redis", "stale")
+
+func (o Origin) String() string { return originNames.String(o) }
+
+// Snapshot is what a subscriber holds, for the admin API.
+type Snapshot struct {
+	Tiers      map[string]float64 // last accepted (a copy); applied only when Origin is OriginRedis
+	Epoch      uint64
+	At         time.Time     // the controller step that produced them
+	Age        time.Duration // now − At; 0 when Origin is OriginNone
+	Origin     Origin        // none, redis or stale
+	Subscribed bool          // the pub/sub subscription is up (never with PollOnly)
+}
+
+// Timing of the subscription. A silent subscription is pinged after
+// subHealthCheck and dropped if the pong does not come in as long again.
+const (
+	subHealthCheck = 5 * time.Second
+	subMinBackoff  = 100 * time.Millisecond
+	subMaxBackoff  = 2 * time.Second
+)
+
+// Subscriber keeps the published multipliers in memory for the
+// enforcers: pub/sub for speed, a poll for the messages pub/sub loses. It
+// satisfies MultiplierSource.
+type Subscriber struct {
+	c          redis.UniversalClient
+	s          Settings
+	key        string
+	cur        atomic.Pointer[publishedSet]
+	subscribed atomic.Bool
+	pollNow    chan struct{}
+}
+
+// NewSubscriber returns a subscriber on c (a single Redis or a
+// cluster client); call Run to start it. It registers the gauge
+// throttled_multiplier_age_seconds on reg (nil: not registered).
+func NewSubscriber(c redis.UniversalClient, s Settings, reg prometheus.Registerer) (*Subscriber, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sub := &Subscriber{c: c, s: s, key: s.key(), pollNow: make(chan struct{}, 1)}
+	if reg != nil {
+		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "throttled_multiplier_age_seconds",
+			Help: "Age of the last multipliers this instance received (its clock minus the controller step that produced them); +Inf before the first.",
+		}, sub.ageSeconds)
+		if err := reg.Register(age); err != nil {
+			return nil, fmt.Errorf("coord: registering throttled_multiplier_age_seconds: %w", err)
+		}
+	}
+	return sub, nil
+}
+
+// Multiplier is the multiplier to apply to tier now: 1 for an unknown tier,
+// before anything was received, and when the last set is stale. It takes no
+// lock and allocates nothing.
+func (s *Subscriber) Multiplier(tier string) float64 {
+	p := s.cur.Load()
+	if p == nil || p.stale(s.s.Now()) {
+		return 1
+	}
+	if v, ok := p.set.Tiers[tier]; ok {
+		return v
+	}
+	return 1
+}
+
+// Snapshot describes the multipliers held now.
+func (s *Subscriber) Snapshot() Snapshot {
+	snap := Snapshot{Subscribed: s.subscribed.Load()}
+	p := s.cur.Load()
+	if p == nil {
+		return snap
+	}
+	now := s.s.Now()
+	snap.Tiers = maps.Clone(p.set.Tiers)
+	snap.Epoch, snap.At, snap.Age = p.set.Epoch, p.set.At, now.Sub(p.set.At)
+	snap.Origin = OriginRedis
+	if p.stale(now) {
+		snap.Origin = OriginStale
+	}
+	return snap
+}
+
+func (s *Subscriber) ageSeconds() float64 {
+	p := s.cur.Load()
+	if p == nil {
+		return math.Inf(1)
+	}
+	return s.s.Now().Sub(p.set.At).Seconds()
+}
+
+// offer takes m if it is valid and newer than what is held (see newer),
+// and reports whether it did. Safe for concurrent use.
+func (s *Subscriber) offer(m multiplier.Set, from string) bool {
+	if err := m.Validate(s.s.MaxMultiplier); err != nil {
+		s.s.Logger.Warn("coord: ignoring invalid multipliers", "from", from, "err", err)
+		return false
+	}
+	next := &publishedSet{set: m, staleAt: m.At.Add(s.s.StaleAfter), earlyAt: m.At.Add(-s.s.StaleAfter)}
+	for {
+		cur := s.cur.Load()
+		if !newerSet(cur, &m, s.s.Now()) {
+			if m.Epoch < cur.set.Epoch {
+				s.s.Logger.Debug("coord: ignoring multipliers of an older epoch",
+					"from", from, "epoch", m.Epoch, "held", cur.set.Epoch)
+			}
+			return false
+		}
+		if s.cur.CompareAndSwap(cur, next) {
+			return true
+		}
+	}
+}
+
+// Run keeps the multipliers up to date until ctx ends, then returns nil.
+// It survives Redis restarts: the subscription is re-established with
+// backoff and every (re)subscription triggers a poll to cover the gap.
+// Call it once.
+func (s *Subscriber) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if !s.s.PollOnly {
+		wg.Go(func() { s.listen(ctx) })
+	}
+	s.pollLoop(ctx)
+	wg.Wait()
+	return nil
+}
+
+// pollLoop polls at once, then every PollInterval and on request.
+func (s *Subscriber) pollLoop(ctx context.Context) {
+	t := time.NewTicker(s.s.PollInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		s.poll(ctx, &failing)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.pollNow:
+		}
+	}
+}
+
+// poll reads the hash once. failing carries the outcome between polls so
+// that an outage is logged once, not every second.
+func (s *Subscriber) poll(ctx context.Context, failing *bool) {
+	cctx, cancel := context.WithTimeout(ctx, max(s.s.PollInterval, time.Second))
+	defer cancel()
+	m, found, err := loadMultipliers(cctx, s.c, s.key, s.s.MaxMultiplier)
+	switch {
+	case err != nil && ctx.Err() == nil && !*failing:
+		s.s.Logger.Warn("coord: polling multipliers failed", "key", s.key, "err", err)
+	case err == nil && *failing:
+		s.s.Logger.Info("coord: polling multipliers works again", "key", s.key)
+	}
+	*failing = err != nil
+	if found {
+		s.offer(m, "poll")
+	}
+}
+
+func (s *Subscriber) triggerPoll() {
+	select {
+	case s.pollNow <- struct{}{}:
+	default:
+	}
+}
+
+// listen keeps a subscription up until ctx ends, backing off between
+// failed attempts.
+func (s *Subscriber) listen(ctx context.Context) {
+	backoff := subMinBackoff
+	for {
+		up, err := s.session(ctx)
+		s.subscribed.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		if up {
+			backoff = subMinBackoff
+			s.s.Logger.Warn("coord: multipliers subscription lost; polling meanwhile", "channel", s.key, "err", err)
+		}
+		if wait.Sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, subMaxBackoff)
+	}
+}
+
+// session subscribes once and applies messages until the connection fails
+// or ctx ends. It reports whether the subscription was ever confirmed.
+func (s *Subscriber) session(ctx context.Context) (up bool, err error) {
+	ps := s.c.Subscribe(ctx, s.key)
+	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	defer func() { stop(); _ = ps.Close() }()
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, subHealthCheck)
+		if err != nil {
+			if !isNetTimeout(err) || pinged {
+				return up, err
+			}
+			if err := ps.Ping(ctx); err != nil {
+				return up, err
+			}
+			pinged = true
+			continue
+		}
+		pinged = false
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				up = true
+				s.subscribed.Store(true)
+				s.s.Logger.Info("coord: subscribed to multipliers", "channel", s.key)
+				s.triggerPoll()
+			}
+		case *redis.Message:
+			set, err := parseMultiplierMessage(m.Payload)
+			if err != nil {
+				s.s.Logger.Warn("coord: ignoring a multipliers message", "err", err)
+				continue
+			}
+			s.offer(set, "pubsub")
+		}
+	}
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,234 @@
+package enforce
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/wait"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/identity"
+	"github.com/throttledhq/throttled/limiter/multiplier"
+)
+
+// Settings are an Enforcer's collaborators. Zero values mean the
+// defaults given on each field.
+type Settings struct {
+	Identifier  identity.Identifier // nil: NewIdentifier(IdentitySettings{})
+	Tiers       TierLookup          // nil: every client with a key gets the default tier
+	Multipliers multiplier.Source   // nil: always 1
+	// Refusals counts refused clients (a top-K); nil: not counted.
+	Refusals interface{ Add(key string, n uint64) }
+	Now      func() time.Time                                 // nil: time.Now
+	Jitter   func(n int64) int64                              // uniform in [0, n); nil: math/rand/v2
+	Sleep    func(ctx context.Context, d time.Duration) error // ModeDelay; nil: a timer
+}
+
+// Enforcer applies a Policy to HTTP requests through a Store. It knows
+// neither Echo nor net/http handlers: the adapters in http.go and echo.go
+// call Check and write its Result.
+type Enforcer struct {
+	store  limiter.Store
+	policy atomic.Pointer[compiled]
+	set    Settings
+}
+
+// New validates p and returns an Enforcer deciding through store.
+func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
+	if s.Identifier == nil {
+		id, err := identity.New(identity.Settings{})
+		if err != nil {
+			return nil, err
+		}
+		s.Identifier = id
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Jitter == nil {
+		s.Jitter = rand.Int64N
+	}
+	if s.Sleep == nil {
+		s.Sleep = wait.Sleep
+	}
+	e := &Enforcer{store: store, set: s}
+	if err := e.SetPolicy(p); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// SetPolicy validates p and swaps it in whole; on error the current policy
+// stays.
+func (e *Enforcer) SetPolicy(p Policy) error {
+	c, err := compile(&p)
+	if err != nil {
+		return err
+	}
+	e.policy.Store(c)
+	return nil
+}
+
+// Result is what the Enforcer decided for one request.
+type Result struct {
+	Limited  bool             // at least one rule applied: rate-limit headers are due
+	Allowed  bool             // false: refuse with Status
+	Status   int              // 429 (over quota) or 503 (shed) when refused
+	Decision limiter.Decision // the most restrictive decision (the refusing one when refused)
+	Rule     string           // the rule of Decision
+	Period   time.Duration
+	Tier     string
+	Shadowed bool // a shadow rule would have refused
+	// RetryAfter is the Retry-After value in whole seconds (≥ 1) when
+	// refused; 503s carry jitter.
+	RetryAfter int64
+	Err        error // a store error; the request was let through for that rule
+	at         time.Time
+}
+
+// applied is one rule that admitted, kept to refund it if a later rule refuses.
+type applied struct{ req limiter.Request }
+
+// Check decides for r against every matching rule, in order. A refusal by
+// one rule gives back what earlier rules took.
+func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
+	p := e.policy.Load()
+	res := Result{Allowed: true}
+	var id *identity.Client
+	var tier *Tier
+	var m float64
+	var taken [8]applied
+	done := taken[:0]
+	for i := range p.rules {
+		cr := &p.rules[i]
+		if !cr.matches(r.Method, r.URL.Path) {
+			continue
+		}
+		if id == nil {
+			ident := e.set.Identifier.Identify(r)
+			id = &ident
+			tier = p.tier(id, e.set.Tiers)
+			m = e.multiplier(tier.Name)
+			res.Tier = tier.Name
+		}
+		key, ok := cr.key(id, r, tier)
+		if !ok {
+			continue
+		}
+		req := limiter.Request{Key: key, Rule: cr.rule(tier), Cost: cr.Cost, Multiplier: m, Tier: tier.Name}
+		d, err := e.decide(ctx, cr, req)
+		if err != nil {
+			res.Err = err
+			continue
+		}
+		res.note(cr, req.Rule, d)
+		if d.Allowed {
+			done = append(done, applied{req})
+			continue
+		}
+		if cr.Mode == ModeShadow {
+			res.Shadowed = true
+			continue
+		}
+		e.refund(ctx, done)
+		res.refuse(cr, req.Rule, d)
+		e.countRefusal(id)
+		break
+	}
+	if res.Limited {
+		res.at = e.set.Now()
+		if !res.Allowed {
+			res.RetryAfter = e.retryAfter(&res)
+		}
+	}
+	trace(ctx, &res)
+	return res
+}
+
+func (e *Enforcer) multiplier(tier string) float64 {
+	if e.set.Multipliers == nil {
+		return 1
+	}
+	return e.set.Multipliers.Multiplier(tier)
+}
+
+// decide asks the store; in ModeDelay it waits for capacity while the
+// wait fits in MaxWait and the request's context lives.
+func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (limiter.Decision, error) {
+	d, err := e.store.Decide(ctx, req)
+	if err != nil || d.Allowed || cr.Mode != ModeDelay {
+		return d, err
+	}
+	deadline := e.set.Now().Add(cr.MaxWait)
+	for !d.Allowed {
+		wait := max(d.RetryAfter, time.Millisecond)
+		if e.set.Now().Add(wait).After(deadline) {
+			return d, nil
+		}
+		if e.set.Sleep(ctx, wait) != nil {
+			return d, nil
+		}
+		if d, err = e.store.Decide(ctx, req); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func (e *Enforcer) refund(ctx context.Context, done []applied) {
+	for i := len(done) - 1; i >= 0; i-- {
+		req := done[i].req
+		req.Refund = true
+		_, _ = e.store.Decide(context.WithoutCancel(ctx), req)
+	}
+}
+
+// countRefusal counts a refused client for the top consumers. API keys are
+// secrets and metric labels are not: an API key is counted by a short
+// SHA-256 fingerprint, a JWT subject or an IP as itself.
+func (e *Enforcer) countRefusal(id *identity.Client) {
+	switch {
+	case e.set.Refusals == nil:
+	case id.APIKey != "":
+		sum := sha256.Sum256([]byte(id.APIKey))
+		e.set.Refusals.Add("key:"+hex.EncodeToString(sum[:6]), 1)
+	case id.Subject != "":
+		e.set.Refusals.Add("sub:"+id.Subject, 1)
+	default:
+		e.set.Refusals.Add("ip:"+id.IP, 1)
+	}
+}
+
+// note keeps d as the reported decision when it is the most restrictive so
+// far: the least remaining, then the longest reset.
+func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
+	if res.Limited && (d.Remaining > res.Decision.Remaining ||
+		d.Remaining == res.Decision.Remaining && d.ResetAfter <= res.Decision.ResetAfter) {
+		return
+	}
+	res.Limited = true
+	res.Decision, res.Rule, res.Period = d, cr.Name, r.Period
+}
+
+func (res *Result) refuse(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
+	res.Allowed = false
+	res.Decision, res.Rule, res.Period = d, cr.Name, r.Period
+	res.Status = http.StatusTooManyRequests
+	if d.Reason == limiter.Shed {
+		res.Status = http.StatusServiceUnavailable
+	}
+}
+
+// retryAfter is RetryAfter in whole seconds, rounded up, at least 1; a 503
+// adds up to half again (at least 1 s) of jitter so shed clients do not
+// return in lockstep.
+func (e *Enforcer) retryAfter(res *Result) int64 {
+	if res.Status == http.StatusServiceUnavailable {
+		return wait.Jittered(res.Decision.RetryAfter, e.set.Jitter)
+	}
+	return wait.Seconds(res.Decision.RetryAfter)
+}

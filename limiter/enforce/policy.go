@@ -1,0 +1,200 @@
+package enforce
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/enum"
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// Tier is a class of clients with its own quota and priority (0 is the
+// highest priority).
+type Tier struct {
+	Name      string
+	Algorithm limiter.Algorithm
+	Limit     int64
+	Period    time.Duration
+	Burst     int64
+	Priority  int
+}
+
+// Mode says what a rule does with a refusal.
+type Mode uint8
+
+// Modes.
+const (
+	ModeEnforce Mode = iota // refuse at once (the default)
+	ModeShadow              // decide, record and add headers, but never refuse
+	ModeDelay               // wait up to MaxWait for capacity, then refuse
+)
+
+var modeNames = enum.New[Mode]("enforce", "mode", "enforce", "shadow", "delay")
+
+func (m Mode) String() string { return modeNames.String(m) }
+
+// ParseMode reads a mode name; "" means enforce.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return ModeEnforce, nil
+	}
+	return modeNames.Parse(s)
+}
+
+// Rule limits the requests it matches, per key.
+//
+// Path is a pattern matched by segments, as a prefix: "/" matches every
+// path, "/api" matches "/api" and "/api/x" but not "/apix", a ":name"
+// segment matches any one segment and a final "*" anything below. Methods
+// empty means every method.
+//
+// Keys names the key sources whose values, joined, make the bucket key:
+// "ip" (the client IP, IPv6 grouped by prefix), "api_key" (the configured
+// API-key header), "jwt" (the verified JWT subject), "client" (API key, else
+// JWT subject), "header:NAME" (any request header) and "route" (the rule's
+// path pattern: one bucket for the whole endpoint). A rule whose key source
+// is absent from a request (say, no API key) does not apply to it.
+//
+// With Limit 0 the rule uses the quota of the client's tier; with Limit set
+// it has its own (Algorithm, Limit, Period, Burst). Either way the tier's
+// multiplier applies.
+type Rule struct {
+	Name      string
+	Methods   []string
+	Path      string
+	Keys      []string
+	Algorithm limiter.Algorithm
+	Limit     int64
+	Period    time.Duration
+	Burst     int64
+	Cost      int64 // tokens per request; 0 means 1
+	Mode      Mode
+	MaxWait   time.Duration // ModeDelay: longest wait for capacity
+	Fallback  limiter.FallbackPolicy
+}
+
+// Policy is the whole enforcement configuration. Rules apply in order; a
+// request must pass every rule that matches it.
+type Policy struct {
+	Tiers         []Tier
+	Rules         []Rule
+	DefaultTier   string // for clients with a key but no assignment; "" = the lowest-priority tier
+	AnonymousTier string // for requests without a client key; "" = DefaultTier
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ErrPolicy reports an invalid policy; errors name the field.
+var ErrPolicy = errors.New("enforce: invalid policy")
+
+// Validate reports every problem in p, each naming its field.
+func (p *Policy) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrPolicy}, a...)...))
+	}
+	if len(p.Tiers) == 0 {
+		bad("tiers: at least one tier is needed")
+	}
+	seen := map[string]bool{}
+	for i, t := range p.Tiers {
+		if !nameRE.MatchString(t.Name) {
+			bad("tiers[%d].name %q: want 1-64 of [A-Za-z0-9_.-]", i, t.Name)
+		} else if seen[t.Name] {
+			bad("tiers[%d].name %q: duplicate", i, t.Name)
+		}
+		seen[t.Name] = true
+		r := limiter.Rule{Name: t.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst}
+		if err := r.Validate(); err != nil {
+			bad("tiers[%d] (%s): %v", i, t.Name, unwrapInvalid(err))
+		}
+		if t.Priority < 0 || t.Priority > 1000 {
+			bad("tiers[%d].priority %d: want 0..1000", i, t.Priority)
+		}
+	}
+	for _, f := range []struct{ field, name string }{{"default_tier", p.DefaultTier}, {"anonymous_tier", p.AnonymousTier}} {
+		if f.name != "" && !seen[f.name] {
+			bad("%s %q: no such tier", f.field, f.name)
+		}
+	}
+	rules := map[string]bool{}
+	for i := range p.Rules {
+		if err := p.Rules[i].validate(i, p.Tiers); err != nil {
+			errs = append(errs, err)
+		}
+		if rules[p.Rules[i].Name] {
+			bad("rules[%d].name %q: duplicate", i, p.Rules[i].Name)
+		}
+		rules[p.Rules[i].Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+func unwrapInvalid(err error) string {
+	return strings.TrimPrefix(err.Error(), limiter.ErrInvalid.Error()+": ")
+}
+
+var methodRE = regexp.MustCompile(`^[A-Z]{1,16}$`)
+
+func (r *Rule) validate(i int, tiers []Tier) error {
+	f := func(format string, a ...any) error {
+		return fmt.Errorf("%w: rules[%d] (%s): "+format, append([]any{ErrPolicy, i, r.Name}, a...)...)
+	}
+	switch {
+	case !nameRE.MatchString(r.Name):
+		return f("name %q: want 1-64 of [A-Za-z0-9_.-]", r.Name)
+	case !strings.HasPrefix(r.Path, "/"):
+		return f("match.path %q: must start with /", r.Path)
+	case len(r.Keys) == 0:
+		return f("key: at least one key source is needed")
+	case !modeNames.Valid(r.Mode):
+		return f("mode %d: unknown", r.Mode)
+	case r.Mode == ModeDelay && (r.MaxWait <= 0 || r.MaxWait > time.Minute):
+		return f("max_wait %v: delay mode needs 0 < max_wait ≤ 1m", r.MaxWait)
+	case r.Cost < 0:
+		return f("cost %d: must be ≥ 1", r.Cost)
+	}
+	for _, m := range r.Methods {
+		if !methodRE.MatchString(m) {
+			return f("match.methods: %q is not an upper-case HTTP method", m)
+		}
+	}
+	for _, k := range r.Keys {
+		if err := validKeySource(k); err != nil {
+			return f("key: %v", err)
+		}
+	}
+	if r.Limit != 0 {
+		lr := limiter.Rule{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst, Fallback: r.Fallback}
+		if err := lr.Validate(); err != nil {
+			return f("%s", unwrapInvalid(err))
+		}
+		if c := max(r.Cost, 1); c > lr.Capacity() {
+			return f("cost %d exceeds the rule's capacity %d", c, lr.Capacity())
+		}
+		return nil
+	}
+	for _, t := range tiers {
+		tr := limiter.Rule{Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst}
+		if c := max(r.Cost, 1); t.Limit > 0 && c > tr.Capacity() {
+			return f("cost %d exceeds the capacity %d of tier %s", c, tr.Capacity(), t.Name)
+		}
+	}
+	return nil
+}
+
+var headerNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+
+func validKeySource(k string) error {
+	switch k {
+	case "ip", "api_key", "jwt", "client", "route":
+		return nil
+	}
+	if name, ok := strings.CutPrefix(k, "header:"); ok && headerNameRE.MatchString(name) {
+		return nil
+	}
+	return fmt.Errorf("unknown key source %q (want ip, api_key, jwt, client, route or header:NAME)", k)
+}

@@ -1,0 +1,5 @@
+// Package identity tells who sent an HTTP request: the API key from a
+// header, the subject of a verified JWT (HS256, RS256, ES256), and the
+// client IP, believed from X-Forwarded-For only through trusted proxies and
+// grouped by prefix for IPv6.
+package identity

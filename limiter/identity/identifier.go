@@ -1,0 +1,54 @@
+package identity
+
+import (
+	"net/http"
+	"net/netip"
+	"net/textproto"
+)
+
+// Settings configure New. Zero values mean the defaults
+// given on each field.
+type Settings struct {
+	APIKeyHeader   string         // default "X-API-Key"
+	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed; none by default
+	IPv6Prefix     int            // IPv6 clients are grouped by this prefix; default 64
+	JWT            *JWTVerifier   // nil: JWT subjects are not read
+}
+
+// New returns the Identifier the product uses: the API key from
+// its header, the subject of a verified bearer JWT (a token that fails
+// verification is ignored: the request is anonymous), and the client IP
+// resolved through trusted proxies only.
+func New(s Settings) (Identifier, error) {
+	if s.APIKeyHeader == "" {
+		s.APIKeyHeader = "X-API-Key"
+	}
+	ips, err := NewIPResolver(s.TrustedProxies, s.IPv6Prefix)
+	if err != nil {
+		return nil, err
+	}
+	return &identifier{header: textproto.CanonicalMIMEHeaderKey(s.APIKeyHeader), ips: ips, jwt: s.JWT}, nil
+}
+
+type identifier struct {
+	header string // canonical
+	ips    *IPResolver
+	jwt    *JWTVerifier
+}
+
+// unknownIP keys requests whose peer is not an IP (a Unix socket, say), so
+// that they share one bucket rather than escape per-IP rules.
+const unknownIP = "unknown"
+
+func (i *identifier) Identify(r *http.Request) Client {
+	id := Client{APIKey: r.Header.Get(i.header), IP: unknownIP}
+	if i.jwt != nil {
+		if h := r.Header.Get("Authorization"); h != "" {
+			id.Subject, _ = i.jwt.Subject(h)
+		}
+	}
+	if addr, err := i.ips.RequestIP(r); err == nil {
+		id.IP = i.ips.ClientKey(addr)
+	}
+	return id
+}

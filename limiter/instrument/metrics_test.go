@@ -1,0 +1,95 @@
+package instrument_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/throttledhq/throttled/internal/fakeclock"
+	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/instrument"
+	"github.com/throttledhq/throttled/limiter/redisstore"
+)
+
+// t0 is aligned to a second, so 1 s windows start at t0.
+var t0 = time.Unix(1_700_000_000, 0)
+
+func TestMetricsCountAndTime(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := instrument.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := fakeclock.New(t0)
+	s := instrument.Store(limiter.NewMemory(limiter.WithClock(clock.Now)), m, "memory")
+	rule := limiter.Rule{Name: "per-key", Limit: 2, Period: time.Minute, Burst: 2}
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, err := s.Decide(ctx, limiter.Request{Key: "a", Rule: rule, Tier: "free"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Decide(ctx, limiter.Request{Key: "a", Rule: rule, Tier: "free", Multiplier: 0.01}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(ctx, limiter.Request{Key: "", Rule: rule}); err == nil {
+		t.Fatal("empty key accepted")
+	}
+	want := `
+# HELP throttled_decisions_total Decisions by tier, rule and decision (allowed, over_quota, shed, fallback_*).
+# TYPE throttled_decisions_total counter
+throttled_decisions_total{decision="allowed",rule="per-key",tier="free"} 2
+throttled_decisions_total{decision="fallback_allowed",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="fallback_over_quota",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="fallback_shed",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 2
+throttled_decisions_total{decision="shed",rule="per-key",tier="free"} 0
+# HELP throttled_store_errors_total Store errors by kind (timeout, canceled, invalid, redis).
+# TYPE throttled_store_errors_total counter
+throttled_store_errors_total{kind="invalid"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttled_decisions_total", "throttled_store_errors_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(reg, "throttled_decision_duration_seconds"); n != 1 {
+		t.Fatalf("latency series: %d, want 1", n)
+	}
+	// Registering twice on one registry is an error, not a panic.
+	if _, err := instrument.NewMetrics(reg); err == nil {
+		t.Fatal("second NewMetrics on one registry succeeded")
+	}
+}
+
+func TestMetricsCountRedisErrors(t *testing.T) {
+	r := testenv.StartRedis(t)
+	reg := prometheus.NewRegistry()
+	m, err := instrument.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := instrument.Store(redisstore.New(r.Client()), m, "redis")
+	r.Kill()
+	rule := limiter.Rule{Limit: 1, Period: time.Second}
+	if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err == nil {
+		t.Fatal("decision succeeded with redis down")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, err := s.Decide(ctx, limiter.Request{Key: "k", Rule: rule}); err == nil {
+		t.Fatal("decision succeeded past its deadline")
+	}
+	want := `
+# HELP throttled_store_errors_total Store errors by kind (timeout, canceled, invalid, redis).
+# TYPE throttled_store_errors_total counter
+throttled_store_errors_total{kind="redis"} 1
+throttled_store_errors_total{kind="timeout"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttled_store_errors_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,54 @@
+package multiplier
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxEpoch is the largest valid epoch: epochs travel through Lua, whose
+// numbers are doubles.
+const MaxEpoch = 1 << 53
+
+// ErrInvalid is wrapped by every error of [Set.Validate].
+var ErrInvalid = errors.New("multiplier: invalid set")
+
+// Set is one publication of the controller: a multiplier per tier, an epoch
+// that never goes backwards, and the time of the step that produced it.
+type Set struct {
+	Tiers map[string]float64 // tier → multiplier in (0, max]
+	Epoch uint64             // at most MaxEpoch
+	At    time.Time          // when the controller stepped
+}
+
+// Validate reports every problem of s, each naming its tier, in tier
+// order. Tier names must not be empty or start with "_" (reserved for the
+// published hash's own fields); multipliers must be in (0, max].
+func (s *Set) Validate(max float64) error {
+	var errs []error
+	if s.At.IsZero() {
+		errs = append(errs, fmt.Errorf("%w: at is zero", ErrInvalid))
+	}
+	if s.Epoch > MaxEpoch {
+		errs = append(errs, fmt.Errorf("%w: epoch %d exceeds 2^53", ErrInvalid, s.Epoch))
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.Tiers)) {
+		v := s.Tiers[t]
+		switch {
+		case t == "" || strings.HasPrefix(t, "_"):
+			errs = append(errs, fmt.Errorf("%w: tier name %q must not be empty or start with '_'", ErrInvalid, t))
+		case !(v > 0 && v <= max): // NaN fails too
+			errs = append(errs, fmt.Errorf("%w: tier %q: multiplier %v must be in (0, %v]", ErrInvalid, t, v, max))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Source gives the current multiplier of a tier (1 when healthy). It must
+// be cheap: enforcers call it on every decision.
+type Source interface {
+	Multiplier(tier string) float64
+}

@@ -1,0 +1,38 @@
+-- throttled: leaky_bucket decision for KEYS[1].
+-- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
+--       multiplier, refund ("1" = give cost back).
+-- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
+-- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps")
+-- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
+local refund = ARGV[7] == '1'
+local eps = 1e-9
+local rate = limit / period
+local arate = rate * m
+local capa = math.max(burst * m, cost)
+local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
+local lq, la, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+if lq == nil or la == nil or ts == nil then lq, la, ts = 0, 0, now end
+local el = math.max(0, now - ts)
+lq = math.max(0, lq - el * rate)
+la = math.max(0, la - el * arate)
+if m >= 1 then la = lq end
+local reason, retry = 0, 0
+if refund then lq, la = math.max(0, lq - cost), math.max(0, la - cost)
+elseif lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
+elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
+else lq, la = lq + cost, la + cost end
+local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
+local reset = lq / rate
+redis.call('HSET', KEYS[1], 'q', lq, 'a', la, 'ts', math.max(ts, now))
+local ttl = math.max(reset, la / arate)
+redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
+return {reason, remaining, math.ceil(reset), math.ceil(retry)}

@@ -1,0 +1,38 @@
+-- throttled: token_bucket decision for KEYS[1].
+-- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
+--       multiplier, refund ("1" = give cost back).
+-- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
+-- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps")
+-- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+local now
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
+local refund = ARGV[7] == '1'
+local eps = 1e-9
+local rate = limit / period
+local arate = rate * m
+local capa = math.max(burst * m, cost)
+local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
+local q, a, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+if q == nil or a == nil or ts == nil then q, a, ts = burst, capa, now end
+local el = math.max(0, now - ts)
+q = math.min(burst, q + el * rate)
+a = math.min(capa, a + el * arate)
+if m >= 1 then a = q end
+local reason, retry = 0, 0
+if refund then q, a = math.min(burst, q + cost), math.min(capa, a + cost)
+elseif q < cost then reason, retry = 1, (cost - q) / rate
+elseif a < cost then reason, retry = 2, (cost - a) / arate
+else q, a = q - cost, a - cost end
+local remaining = math.floor(math.min(q, a) + eps)
+local reset = (burst - q) / rate
+redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'ts', math.max(ts, now))
+local ttl = math.max(reset, (capa - a) / arate)
+redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
+return {reason, remaining, math.ceil(reset), math.ceil(retry)}

@@ -1,0 +1,38 @@
+package redisstore
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// Every script is a complete file (so it runs with redis-benchmark as it
+// is) and they share one prelude, which reads ARGV, and one finish, which
+// sets the TTL and replies: an edit to one must be made to all.
+func TestScriptsSharePreludeAndFinish(t *testing.T) {
+	const preludeEnd, finishStart = "local eps = 1e-9\n", "redis.call('PEXPIRE', KEYS[1]"
+	var prelude, finish string
+	for _, a := range limiter.Algorithms() {
+		src := ScriptSource(a)
+		i, j := strings.Index(src, "local now\n"), strings.Index(src, preludeEnd)
+		k := strings.LastIndex(src, finishStart)
+		if i < 0 || j < 0 || k < 0 {
+			t.Fatalf("%v: script lacks the prelude or the finish", a)
+		}
+		p, f := src[i:j+len(preludeEnd)], src[k:]
+		if prelude == "" {
+			prelude, finish = p, f
+			continue
+		}
+		if p != prelude {
+			t.Errorf("%v: prelude differs from token_bucket's:\n%s", a, p)
+		}
+		if f != finish {
+			t.Errorf("%v: finish differs from token_bucket's:\n%s", a, f)
+		}
+	}
+	if ScriptSource(limiter.Algorithm(limiter.NumAlgorithms)) != "" {
+		t.Error("ScriptSource of an unknown algorithm is not empty")
+	}
+}

@@ -1,0 +1,289 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/fakeclock"
+	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/redisstore"
+)
+
+// effectiveBurst is the most an algorithm may admit at once (see the package
+// doc): fixed and sliding-counter windows admit up to 2×Limit across a
+// window boundary.
+func effectiveBurst(r limiter.Rule) float64 {
+	switch r.Algorithm {
+	case limiter.FixedWindow, limiter.SlidingWindowCounter:
+		return 2 * float64(r.Limit)
+	case limiter.SlidingWindowLog:
+		return float64(r.Limit)
+	}
+	return float64(r.Burst)
+}
+
+// hammer runs workers goroutines over the given stores ("instances") against
+// one key for dur, and returns how many were admitted and the elapsed time.
+func hammer(t *testing.T, stores []limiter.Store, rule limiter.Rule, workers int, dur time.Duration) (int64, time.Duration) {
+	var admitted, calls atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(dur)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(s limiter.Store) {
+			defer wg.Done()
+			for i := 0; i < 1_000_000 && time.Now().Before(stop); i++ {
+				dec, err := s.Decide(context.Background(), limiter.Request{Key: "hot", Rule: rule})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				calls.Add(1)
+				if dec.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}(stores[w%len(stores)])
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	t.Logf("%d calls, %d admitted in %v", calls.Load(), admitted.Load(), elapsed)
+	return admitted.Load(), elapsed
+}
+
+// TestPropertyAdmittedWithinBound: over the whole run, admitted ≤ burst +
+// rate × elapsed + 1, for every algorithm on every store, with many
+// goroutines on several store clients. Demand far exceeds the rate, so the
+// store must also admit a fair share (a store that refuses everything fails).
+func TestPropertyAdmittedWithinBound(t *testing.T) {
+	forEachInstances(t, func(t *testing.T, instances func(t *testing.T) []limiter.Store) {
+		for _, alg := range limiter.Algorithms() {
+			t.Run(alg.String(), func(t *testing.T) {
+				t.Parallel() // separate keys; the bound holds at any throughput
+				rule := limiter.Rule{Algorithm: alg, Limit: 20, Period: 200 * time.Millisecond, Burst: 10}
+				admitted, elapsed := hammer(t, instances(t), rule, 16, 2*time.Second)
+				rate := float64(rule.Limit) / rule.Period.Seconds()
+				bound := effectiveBurst(rule) + rate*elapsed.Seconds() + 1
+				if float64(admitted) > bound {
+					t.Fatalf("admitted %d > bound %.1f (burst %.0f + %.0f/s × %v + 1)", admitted, bound, effectiveBurst(rule), rate, elapsed)
+				}
+				if floor := rate * elapsed.Seconds() / 2; float64(admitted) < floor {
+					t.Fatalf("admitted %d < %.1f: the store refuses more than it should", admitted, floor)
+				}
+			})
+		}
+	})
+}
+
+// forEachInstances gives f a way to make several instances sharing state:
+// several clients of one redis or cluster; for memory, one store (its state
+// is per process by design).
+func forEachInstances(t *testing.T, f func(t *testing.T, instances func(t *testing.T) []limiter.Store)) {
+	t.Run("memory", func(t *testing.T) {
+		f(t, func(t *testing.T) []limiter.Store { return []limiter.Store{limiter.NewMemory()} })
+	})
+	t.Run("redis", func(t *testing.T) {
+		r := testenv.StartRedis(t)
+		f(t, func(t *testing.T) []limiter.Store {
+			prefix := limiter.WithPrefix(fmt.Sprintf("p%d:", storeSeq.Add(1)))
+			var s []limiter.Store
+			for i := 0; i < 4; i++ {
+				s = append(s, redisstore.New(r.Client(), prefix))
+			}
+			return s
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := testenv.StartCluster(t)
+		f(t, func(t *testing.T) []limiter.Store {
+			prefix := limiter.WithPrefix(fmt.Sprintf("p%d:", storeSeq.Add(1)))
+			var s []limiter.Store
+			for i := 0; i < 4; i++ {
+				s = append(s, redisstore.New(cl.Client(t), prefix))
+			}
+			return s
+		})
+	})
+}
+
+// TestMemoryMatchesRedisRandom drives the memory store and a Redis store
+// with the same random sequence of instants, costs and multipliers, and
+// requires the same decision at every step.
+func TestMemoryMatchesRedisRandom(t *testing.T) {
+	r := testenv.StartRedis(t)
+	rng := rand.New(rand.NewSource(1))
+	for _, alg := range limiter.Algorithms() {
+		t.Run(alg.String(), func(t *testing.T) {
+			clock := fakeclock.New(t0)
+			mem := limiter.NewMemory(limiter.WithClock(clock.Now))
+			red := redisStore(r.Client(), t, clock.Now)
+			rule := limiter.Rule{Algorithm: alg, Limit: 7, Period: 300 * time.Millisecond, Burst: 5}
+			now := t0
+			for i := 0; i < 400; i++ {
+				now = now.Add(time.Duration(rng.Intn(60_000)) * time.Microsecond)
+				clock.Set(now)
+				req := limiter.Request{Key: "k", Rule: rule, Cost: 1 + rng.Int63n(3),
+					Multiplier: []float64{1, 0.9, 0.5, 0.25, 0.05}[rng.Intn(5)], Refund: rng.Intn(8) == 0}
+				a, err1 := mem.Decide(context.Background(), req)
+				b, err2 := red.Decide(context.Background(), req)
+				if err1 != nil || err2 != nil {
+					t.Fatalf("step %d: %v / %v", i, err1, err2)
+				}
+				if a != b {
+					t.Fatalf("step %d at +%v %+v:\n memory %+v\n redis  %+v", i, now.Sub(t0), req, a, b)
+				}
+			}
+		})
+	}
+}
+
+// plainBucket is the plain token bucket of shared/bench/plain-token-bucket.lua
+// in Go (µs instead of ms): the reference that multiplier 1 must equal.
+type plainBucket struct {
+	tokens, ts float64
+	init       bool
+}
+
+func (p *plainBucket) allow(now, rate, burst, cost float64) (bool, int64) {
+	if !p.init {
+		p.tokens, p.ts, p.init = burst, now, true
+	}
+	el := now - p.ts
+	if el < 0 {
+		el = 0
+	}
+	p.tokens = min(burst, p.tokens+el*rate)
+	p.ts = now
+	if p.tokens >= cost {
+		p.tokens -= cost
+		return true, int64(p.tokens)
+	}
+	return false, int64(p.tokens)
+}
+
+func TestMultiplierOneIsPlainTokenBucket(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	clock := fakeclock.New(t0)
+	s := limiter.NewMemory(limiter.WithClock(clock.Now))
+	rule := limiter.Rule{Limit: 10, Period: time.Second, Burst: 8}
+	var ref plainBucket
+	now := t0
+	for i := 0; i < 5000; i++ {
+		now = now.Add(time.Duration(rng.Intn(150_000)) * time.Microsecond)
+		clock.Set(now)
+		cost := 1 + rng.Int63n(4)
+		got, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule, Cost: cost, Multiplier: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, rem := ref.allow(float64(now.UnixMicro()), 10.0/1e6, 8, float64(cost))
+		if got.Allowed != ok || got.Remaining != rem {
+			t.Fatalf("step %d: got allowed=%v remaining=%d, plain bucket %v %d", i, got.Allowed, got.Remaining, ok, rem)
+		}
+		if !ok && got.Reason != limiter.OverQuota {
+			t.Fatalf("step %d: refused with %v, want over_quota at multiplier 1", i, got.Reason)
+		}
+	}
+}
+
+// TestNoShedAtMultiplierOne: whatever multipliers came before, at 1 a refusal
+// is always over_quota, for every algorithm.
+func TestNoShedAtMultiplierOne(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for _, alg := range limiter.Algorithms() {
+		clock := fakeclock.New(t0)
+		s := limiter.NewMemory(limiter.WithClock(clock.Now))
+		rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: time.Second, Burst: 8}
+		now := t0
+		for i := 0; i < 2000; i++ {
+			now = now.Add(time.Duration(rng.Intn(80_000)) * time.Microsecond)
+			clock.Set(now)
+			m := 1.0
+			if i < 1000 {
+				m = []float64{0.2, 0.5, 0.9}[rng.Intn(3)]
+			}
+			d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule, Multiplier: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m == 1 && d.Reason == limiter.Shed {
+				t.Fatalf("%v step %d: shed at multiplier 1", alg, i)
+			}
+		}
+	}
+}
+
+// TestScriptFlush: after SCRIPT FLUSH the next decision still succeeds
+// (EVALSHA → NOSCRIPT → EVAL) and the key's state carries on.
+func TestScriptFlush(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client()
+	s := redisstore.New(c)
+	rule := limiter.Rule{Limit: 100, Period: time.Hour, Burst: 100}
+	for _, alg := range limiter.Algorithms() {
+		rule.Algorithm = alg
+		req := limiter.Request{Key: "flush", Rule: rule}
+		d1, err := s.Decide(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		d2, err := s.Decide(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%v: decision after SCRIPT FLUSH: %v", alg, err)
+		}
+		if d1.Remaining != 99 || d2.Remaining != 98 {
+			t.Fatalf("%v: remaining %d then %d, want 99 then 98", alg, d1.Remaining, d2.Remaining)
+		}
+	}
+}
+
+// TestRedisKeys: keys carry the prefix and a hash tag, and every key has a
+// TTL no longer than its time to refill plus one second.
+func TestRedisKeys(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client()
+	s := redisstore.New(c, limiter.WithPrefix("app:"))
+	for _, alg := range limiter.Algorithms() {
+		rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: 2 * time.Second, Burst: 10}
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: "user:1", Rule: rule, Cost: 3}); err != nil {
+			t.Fatal(err)
+		}
+		key := s.Key(alg, "user:1")
+		if !strings.HasPrefix(key, "app:") || hashTag(key) != "user:1" {
+			t.Fatalf("%v: key %q: want prefix app: and hash tag {user:1}", alg, key)
+		}
+		ttl, err := c.PTTL(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Refill from 3 spent at 5/s is 600 ms; windows last at most 2 periods.
+		if ttl <= 0 || ttl > 2*rule.Period+time.Second {
+			t.Fatalf("%v: TTL %v, want in (0, %v]", alg, ttl, 2*rule.Period+time.Second)
+		}
+	}
+}
+
+// hashTag is the part of key that Redis Cluster hashes: the text between the
+// first '{' and the next '}', when not empty.
+func hashTag(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key
+	}
+	return key[i+1 : i+1+j]
+}

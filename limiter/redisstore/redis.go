@@ -1,0 +1,102 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// ErrBadReply reports a Redis reply of an unexpected shape.
+var ErrBadReply = errors.New("redisstore: unexpected reply from redis")
+
+// Store is the shared store: one Lua script call per decision, so every
+// instance that uses the same Redis (or Redis Cluster) shares one truth.
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+	now    func() time.Time // nil: Redis TIME
+}
+
+// New returns a store on c, a single Redis or a cluster client.
+// Options: limiter.WithPrefix, limiter.WithClock (tests only, see WithClock).
+func New(c redis.UniversalClient, opts ...limiter.Option) *Store {
+	o := limiter.NewOptions(opts...)
+	return &Store{c: c, prefix: o.Prefix, now: o.Now}
+}
+
+// Key is the Redis key that holds the state of key under algorithm alg.
+func (r *Store) Key(alg limiter.Algorithm, key string) string {
+	return r.prefix + alg.Code() + ":{" + key + "}"
+}
+
+// Decide runs the rule's script for the request's key.
+func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	if err := req.Normalize(); err != nil {
+		return limiter.Decision{}, err
+	}
+	now := ""
+	if r.now != nil {
+		now = strconv.FormatInt(r.now().UnixMicro(), 10)
+	}
+	alg := req.Rule.Algorithm
+	res, err := scripts[alg].Run(ctx, r.c, []string{r.Key(alg, req.Key)},
+		now, req.Rule.Limit, int64(req.Rule.Period/time.Microsecond),
+		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]).Result()
+	if err != nil {
+		return limiter.Decision{}, fmt.Errorf("redisstore: %s: %w", alg, err)
+	}
+	return decodeReply(&req, res)
+}
+
+// HonoursDeadlines reports an error when the go-redis client ignores
+// context deadlines: a stalled Redis would then hold every decision for the
+// client's ReadTimeout (5 s by default), whatever a caller's deadline says.
+func (r *Store) HonoursDeadlines() error {
+	on := true
+	switch c := r.c.(type) {
+	case *redis.Client:
+		on = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		on = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		on = c.Options().ContextTimeoutEnabled
+	}
+	if !on {
+		return errors.New("redisstore: the Redis client must set ContextTimeoutEnabled, " +
+			"or a stalled Redis holds each decision for its ReadTimeout whatever the deadline")
+	}
+	return nil
+}
+
+var refundArg = [2]string{"", "1"}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// decodeReply checks and reads a script reply {reason, remaining, reset_us,
+// retry_us}. It is the one place that reads replies.
+func decodeReply(req *limiter.Request, res any) (limiter.Decision, error) {
+	arr, ok := res.([]any)
+	if !ok || len(arr) != 4 {
+		return limiter.Decision{}, fmt.Errorf("%w: want an array of 4 integers, got %T %v", ErrBadReply, res, res)
+	}
+	var n [4]int64
+	for i, x := range arr {
+		if n[i], ok = x.(int64); !ok {
+			return limiter.Decision{}, fmt.Errorf("%w: element %d is %T, want integer", ErrBadReply, i, x)
+		}
+	}
+	if n[0] < 0 || n[0] >= int64(limiter.NumReasons) || n[1] < 0 || n[2] < 0 || n[3] < 0 {
+		return limiter.Decision{}, fmt.Errorf("%w: values out of range: %v", ErrBadReply, n)
+	}
+	return limiter.DecisionOf(req, limiter.Reason(n[0]), float64(n[1]), float64(n[2]), float64(n[3])), nil
+}
