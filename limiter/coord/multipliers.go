@@ -84,6 +84,7 @@ func (s *Settings) key() string { return s.Prefix + "multipliers" }
 const (
 	multFieldEpoch = "_epoch"
 	multFieldAt    = "_at"
+	multRatePrefix = "_rate:" // + tier: the tier's rate cap (readers before caps ignore it)
 )
 
 // parseMultiplierHash reads a published hash (HGETALL). Unknown "_" fields are
@@ -103,6 +104,15 @@ func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
 	}
 	m.Epoch, m.At = epoch, time.UnixMilli(at)
 	for f, s := range h {
+		if tier, ok := strings.CutPrefix(f, multRatePrefix); ok {
+			if m.Rates == nil {
+				m.Rates = map[string]float64{}
+			}
+			if m.Rates[tier], err = strconv.ParseFloat(s, 64); err != nil {
+				return m, fmt.Errorf("%w: multipliers rate of tier %q: %v", ErrBadReply, tier, err)
+			}
+			continue
+		}
 		if strings.HasPrefix(f, "_") {
 			continue
 		}
@@ -118,6 +128,7 @@ type multiplierMessage struct {
 	Epoch uint64             `json:"epoch"`
 	At    int64              `json:"at"` // unix ms
 	Tiers map[string]float64 `json:"tiers"`
+	Rates map[string]float64 `json:"rates,omitempty"`
 }
 
 func parseMultiplierMessage(payload string) (multiplier.Set, error) {
@@ -131,7 +142,7 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 	if msg.Tiers == nil {
 		msg.Tiers = map[string]float64{}
 	}
-	return multiplier.Set{Tiers: msg.Tiers, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}, nil
+	return multiplier.Set{Tiers: msg.Tiers, Rates: msg.Rates, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}, nil
 }
 
 // multPublishScript replaces the hash unless it holds a newer epoch, then
@@ -186,14 +197,17 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	at := m.At.UnixMilli()
-	msg, err := json.Marshal(multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers})
+	msg, err := json.Marshal(multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates})
 	if err != nil { // unreachable: validated floats always encode
 		return fmt.Errorf("coord: encoding multipliers: %w", err)
 	}
-	args := make([]any, 0, 3+2*len(m.Tiers))
+	args := make([]any, 0, 3+2*len(m.Tiers)+2*len(m.Rates))
 	args = append(args, m.Epoch, at, msg)
 	for t, v := range m.Tiers {
 		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for t, v := range m.Rates {
+		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	res, err := multPublishScript.Run(ctx, p.c, []string{p.key}, args...).Result()
 	if err != nil {

@@ -109,6 +109,16 @@ func (s *Subscriber) Multiplier(tier string) float64 {
 	return 1
 }
 
+// Rate is the tier's admission cap in requests per second across all
+// instances, 0 when it is not capped or the multipliers are stale.
+func (s *Subscriber) Rate(tier string) float64 {
+	p := s.cur.Load()
+	if p == nil || p.stale(s.s.Now()) {
+		return 0
+	}
+	return p.set.Rates[tier]
+}
+
 // Snapshot describes the multipliers held now.
 func (s *Subscriber) Snapshot() Snapshot {
 	snap := Snapshot{Subscribed: s.subscribed.Load()}

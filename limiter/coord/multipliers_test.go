@@ -110,7 +110,7 @@ func mtListen(t *testing.T, c redis.UniversalClient, channel string) func() mult
 }
 
 func mtSame(a, b multiplier.Set) bool {
-	return a.Epoch == b.Epoch && a.At.Equal(b.At) && maps.Equal(a.Tiers, b.Tiers)
+	return a.Epoch == b.Epoch && a.At.Equal(b.At) && maps.Equal(a.Tiers, b.Tiers) && maps.Equal(a.Rates, b.Rates)
 }
 
 // TestMultipliersOnRedisAndCluster runs the publisher and subscriber
@@ -132,6 +132,7 @@ func TestMultipliersOnRedisAndCluster(t *testing.T) {
 				{"bad multipliers rejected", mtBadRejected},
 				{"pubsub path", mtPubSubPath},
 				{"poll path", mtPollPath},
+				{"rate caps", mtRates},
 			} {
 				t.Run(sc.name, func(t *testing.T) { sc.f(t, b.c) })
 			}
@@ -339,5 +340,43 @@ func TestMultipliersLoadRejectsCorruptHash(t *testing.T) {
 	mtPublish(t, p, m)
 	if got, found, err := p.Load(ctx); !found || err != nil || !mtSame(got, m) {
 		t.Fatalf("after replacing a corrupt hash, Load = %+v, %v, %v", got, found, err)
+	}
+}
+
+// mtRates: a tier's rate cap travels with the multipliers through the hash
+// (Load, poll) and through pub/sub, and is gone once a set without it is
+// published; an invalid cap is refused with nothing written.
+func mtRates(t *testing.T, c redis.UniversalClient) {
+	ctx := context.Background()
+	s := mtSettings(Settings{PollInterval: time.Hour})
+	p := mtPublisher(t, c, s)
+	m := mtSet(1, time.Now(), map[string]float64{"free": 0.5, "premium": 1})
+	m.Rates = map[string]float64{"free": 123.5}
+	mtPublish(t, p, m)
+	got, found, err := p.Load(ctx)
+	if err != nil || !found || got.Rates["free"] != 123.5 || len(got.Rates) != 1 {
+		t.Fatalf("Load = %+v, %v, %v; want free's rate 123.5 only", got, found, err)
+	}
+	sub := mtRun(t, c, s)
+	mtWait(t, 10*time.Second, "free capped at 123.5 from the first poll", func() bool { return sub.Rate("free") == 123.5 })
+	if r := sub.Rate("premium"); r != 0 {
+		t.Fatalf("premium rate %v, want 0 (not capped)", r)
+	}
+	m2 := mtSet(2, time.Now(), map[string]float64{"free": 0.25})
+	m2.Rates = map[string]float64{"free": 40}
+	mtPublish(t, p, m2)
+	mtWait(t, time.Second, "free capped at 40 through pub/sub", func() bool { return sub.Rate("free") == 40 })
+	mtPublish(t, p, mtSet(3, time.Now(), map[string]float64{"free": 1}))
+	mtWait(t, time.Second, "the cap lifted through pub/sub", func() bool { return sub.Rate("free") == 0 })
+	if got, _, _ := p.Load(ctx); got.Rates != nil {
+		t.Fatalf("after a set without caps, Load has rates %v", got.Rates)
+	}
+	bad := mtSet(4, time.Now(), map[string]float64{"free": 1})
+	bad.Rates = map[string]float64{"free": -1}
+	if err := p.Publish(ctx, bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `tier "free": rate -1`) {
+		t.Fatalf("Publish with rate -1 = %v, want ErrInvalid naming the tier and rate", err)
+	}
+	if got, _, _ := p.Load(ctx); got.Epoch != 3 {
+		t.Fatalf("a refused publish wrote: epoch %d", got.Epoch)
 	}
 }

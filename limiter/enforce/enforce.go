@@ -21,6 +21,9 @@ type Settings struct {
 	Identifier  identity.Identifier // nil: NewIdentifier(IdentitySettings{})
 	Tiers       TierLookup          // nil: every client with a key gets the default tier
 	Multipliers multiplier.Source   // nil: always 1
+	// Rates caps each tier's admitted requests per second across all
+	// instances (one bucket per tier in the store); nil: no caps.
+	Rates multiplier.RateSource
 	// Refusals counts refused clients (a top-K); nil: not counted.
 	Refusals interface{ Add(key string, n uint64) }
 	Now      func() time.Time                                 // nil: time.Now
@@ -82,6 +85,7 @@ type Result struct {
 	Rule     string           // the rule of Decision
 	Period   time.Duration
 	Tier     string
+	Priority int  // the tier's priority: 0 most important
 	Shadowed bool // a shadow rule would have refused
 	// RetryAfter is the Retry-After value in whole seconds (≥ 1) when
 	// refused; 503s carry jitter.
@@ -113,7 +117,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 			id = &ident
 			tier = p.tier(id, e.set.Tiers)
 			m = e.multiplier(tier.Name)
-			res.Tier = tier.Name
+			res.Tier, res.Priority = tier.Name, tier.Priority
 		}
 		key, ok := cr.key(id, r, tier)
 		if !ok {
@@ -138,6 +142,9 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 		res.refuse(cr, req.Rule, d)
 		e.countRefusal(id)
 		break
+	}
+	if res.Allowed && tier != nil {
+		e.admitTier(ctx, &res, tier.Name, done)
 	}
 	if res.Limited {
 		res.at = e.set.Now()

@@ -13,6 +13,9 @@ import (
 // numbers are doubles.
 const MaxEpoch = 1 << 53
 
+// MaxRate is the largest tier rate cap, in requests per second.
+const MaxRate = 1e9
+
 // ErrInvalid is wrapped by every error of [Set.Validate].
 var ErrInvalid = errors.New("multiplier: invalid set")
 
@@ -20,8 +23,13 @@ var ErrInvalid = errors.New("multiplier: invalid set")
 // that never goes backwards, and the time of the step that produced it.
 type Set struct {
 	Tiers map[string]float64 // tier → multiplier in (0, max]
-	Epoch uint64             // at most MaxEpoch
-	At    time.Time          // when the controller stepped
+	// Rates caps the requests per second a tier may have admitted, across
+	// every instance (tier-wide admission): tier → rate > 0. A tier absent
+	// from Rates is not capped. Per-key multipliers cannot bound a tier made
+	// of many clients each under its quota; this does.
+	Rates map[string]float64
+	Epoch uint64    // at most MaxEpoch
+	At    time.Time // when the controller stepped
 }
 
 // Validate reports every problem of s, each naming its tier, in tier
@@ -44,6 +52,15 @@ func (s *Set) Validate(max float64) error {
 			errs = append(errs, fmt.Errorf("%w: tier %q: multiplier %v must be in (0, %v]", ErrInvalid, t, v, max))
 		}
 	}
+	for _, t := range slices.Sorted(maps.Keys(s.Rates)) {
+		v := s.Rates[t]
+		switch {
+		case t == "" || strings.HasPrefix(t, "_"):
+			errs = append(errs, fmt.Errorf("%w: rate tier name %q must not be empty or start with '_'", ErrInvalid, t))
+		case !(v > 0 && v <= MaxRate): // NaN fails too
+			errs = append(errs, fmt.Errorf("%w: tier %q: rate %v must be in (0, %g]", ErrInvalid, t, v, float64(MaxRate)))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -51,4 +68,10 @@ func (s *Set) Validate(max float64) error {
 // be cheap: enforcers call it on every decision.
 type Source interface {
 	Multiplier(tier string) float64
+}
+
+// RateSource gives a tier's admission cap in requests per second across all
+// instances, 0 when the tier is not capped. It must be cheap.
+type RateSource interface {
+	Rate(tier string) float64
 }

@@ -1,0 +1,63 @@
+package enforce_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
+)
+
+// rates is a fixed RateSource for tests.
+type rates map[string]float64
+
+func (r rates) Rate(tier string) float64 { return r[tier] }
+
+// TestTierAdmissionBoundsACrowd: 2,000 free clients, each far under its own
+// quota, arrive in one second while the controller caps the free tier at
+// 100 req/s. Per-key multipliers alone would admit them all; the tier-wide
+// bucket admits its burst (10) at once and then 100 per second, refuses
+// the rest with 503 shed naming the tier_admission rule, gives each refused
+// client its quota back, and leaves premium alone.
+func TestTierAdmissionBoundsACrowd(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, wrap func(*enforce.Enforcer) http.Handler, store limiter.Store) {
+		now := t0
+		e, err := enforce.New(store, perKeyPolicy(), enforce.Settings{
+			Identifier: apiKeyIdentifier{},
+			Tiers:      assignments{"pat": "premium"},
+			Rates:      rates{"free": 100},
+			Now:        func() time.Time { return now },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := wrap(e)
+		codes, start := map[int]int{}, time.Now()
+		for i := range 2000 {
+			w := get(t, h, "/x", "X-API-Key", fmt.Sprintf("crowd-%d", i))
+			codes[w.Code]++
+			if w.Code == http.StatusServiceUnavailable && i == 1999 {
+				if r := refusal(t, w); r.Reason != "shed" || r.Rule != enforce.TierAdmissionRule || r.Tier != "free" {
+					t.Errorf("refusal %+v, want shed by %s for free", r, enforce.TierAdmissionRule)
+				}
+			}
+		}
+		// The loop takes real time on Redis (TIME): allow what refilled.
+		refilled := int(100*time.Since(start).Seconds()) + 1
+		if ok := codes[200]; ok < 10 || ok > 10+refilled || codes[503] != 2000-ok || codes[429] != 0 {
+			t.Fatalf("codes %v: want the burst of 10 (plus refill) admitted, the rest 503, no 429", codes)
+		}
+		if w := get(t, h, "/x", "X-API-Key", "pat"); w.Code != 200 {
+			t.Fatalf("premium under a free cap: %d, want 200", w.Code)
+		}
+		// A refused client got its quota back: its bucket is whole (3 of 3).
+		d, err := store.Decide(context.Background(), limiter.Request{Key: "per-key|free|crowd-1999",
+			Rule: limiter.Rule{Name: "per-key", Limit: 3, Period: time.Minute, Burst: 3}, Peek: true})
+		if err != nil || d.Remaining != 3 {
+			t.Fatalf("refused client's quota after refund: %+v, %v; want 3 remaining", d, err)
+		}
+	})
+}
