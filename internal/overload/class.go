@@ -1,0 +1,68 @@
+package overload
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Class is what became of one scheduled request. Every scheduled request
+// ends in exactly one class.
+type Class uint8
+
+const (
+	OK         Class = iota // any 2xx
+	OverQuota               // 429: the key's quota is spent
+	Backend503              // 503 from the backend itself (MarkerHeader set)
+	Shed                    // 503 from throttled, reason "shed"
+	Breaker                 // 503 from throttled, reason "breaker_open"
+	Bulkhead                // 503 from throttled, reason "bulkhead"
+	Other                   // any other answer, or a 503 without a known reason
+	Failed                  // no answer: transport error or timeout
+	Dropped                 // never sent: the in-flight bound was hit
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"ok", "over_quota", "backend_503", "shed", "breaker", "bulkhead", "other", "failed", "dropped"}
+
+func (c Class) String() string {
+	if c < NumClasses {
+		return classNames[c]
+	}
+	return fmt.Sprintf("Class(%d)", uint8(c))
+}
+
+// MarkerHeader marks the backend's own 503s, so clients can tell them from
+// throttled's.
+const MarkerHeader = "X-Backend-Overloaded"
+
+// Classify classifies an answer from its status, headers and (for a 503)
+// the start of its body, which throttled fills with a JSON refusal whose
+// "reason" is "shed", "breaker_open" or "bulkhead".
+func Classify(status int, h http.Header, body []byte) Class {
+	switch {
+	case status >= 200 && status < 300:
+		return OK
+	case status == http.StatusTooManyRequests:
+		return OverQuota
+	case status != http.StatusServiceUnavailable:
+		return Other
+	case h.Get(MarkerHeader) != "":
+		return Backend503
+	}
+	var r struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return Other
+	}
+	switch r.Reason {
+	case "shed":
+		return Shed
+	case "breaker_open":
+		return Breaker
+	case "bulkhead":
+		return Bulkhead
+	}
+	return Other
+}
