@@ -47,6 +47,8 @@ func upper(i uint16) uint64 {
 // maxMicros bounds what a Histogram records (about 19 hours).
 const maxMicros = 1<<36 - 1
 
+var lastBucket = bucketOf(maxMicros)
+
 // Observe counts one latency.
 func (h *Histogram) Observe(d time.Duration) {
 	us := uint64(max(d, 0) / time.Microsecond)
@@ -92,11 +94,11 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	var seen int64
 	for _, b := range h.buckets {
 		seen += int64(b.n)
-		if seen >= rank {
+		if seen >= rank && b.index != lastBucket {
 			return min(time.Duration(upper(b.index)+1)*time.Microsecond-1, h.max)
 		}
 	}
-	return h.max
+	return h.max // the top bucket holds everything beyond maxMicros
 }
 
 // ceilRank is ⌈q·n⌉, at least 1, computed so that 0.99·100 is 99.
