@@ -1,7 +1,7 @@
 package overload
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"net/http"
 )
@@ -50,13 +50,8 @@ func Classify(status int, h http.Header, body []byte) Class {
 	case h.Get(MarkerHeader) != "":
 		return Backend503
 	}
-	var r struct {
-		Reason string `json:"reason"`
-	}
-	if json.Unmarshal(body, &r) != nil {
-		return Other
-	}
-	switch r.Reason {
+	reason := reasonOf(body)
+	switch string(reason) {
 	case "shed":
 		return Shed
 	case "breaker_open":
@@ -65,4 +60,26 @@ func Classify(status int, h http.Header, body []byte) Class {
 		return Bulkhead
 	}
 	return Other
+}
+
+// reasonOf is the string value of the "reason" field of a flat JSON
+// object, without decoding the rest (nil if there is none).
+func reasonOf(body []byte) []byte {
+	i := bytes.Index(body, []byte(`"reason"`))
+	if i < 0 {
+		return nil
+	}
+	rest := bytes.TrimLeft(body[i+len(`"reason"`):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '"' {
+		return nil
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		return nil
+	}
+	return rest[1 : 1+end]
 }

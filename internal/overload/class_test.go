@@ -36,6 +36,10 @@ func TestClassify(t *testing.T) {
 		{"503 marker wins over a body", 503, marked, refusal(503, limiter.Shed), Backend503},
 		{"503 unknown reason", 503, nil, []byte(`{"reason":"maintenance"}`), Other},
 		{"503 not JSON", 503, nil, []byte("Service Unavailable"), Other},
+		{"503 spaced JSON", 503, nil, []byte(`{ "reason" : "shed" }`), Shed},
+		{"503 reason not a string", 503, nil, []byte(`{"reason": 3}`), Other},
+		{"503 reason unterminated", 503, nil, []byte(`{"reason":"sh`), Other},
+		{"503 empty body", 503, nil, nil, Other},
 		{"502", 502, nil, nil, Other},
 		{"404", 404, nil, nil, Other},
 	} {

@@ -1,7 +1,6 @@
 package overload
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math"
@@ -105,11 +104,11 @@ func (g *generator) drive(ctx context.Context, i int, l Load) {
 
 // send sends one request of second k, or drops it.
 func (g *generator) send(k int, load, url, key string) {
-	if g.inflight.Load() >= g.max {
+	if g.inflight.Add(1) > g.max {
+		g.inflight.Add(-1)
 		g.col.drop(k, load)
 		return
 	}
-	g.inflight.Add(1)
 	g.col.begin(k)
 	g.wg.Add(1)
 	go func() {
@@ -134,11 +133,11 @@ func (g *generator) do(url, key string) (Class, time.Duration) {
 		return Failed, time.Since(t0)
 	}
 	defer resp.Body.Close()
+	var buf [512]byte // a refusal's JSON fits
 	var head []byte
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		var b bytes.Buffer
-		_, _ = io.Copy(&b, io.LimitReader(resp.Body, 1024))
-		head = b.Bytes()
+		n, _ := io.ReadFull(resp.Body, buf[:])
+		head = buf[:n]
 	}
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return Failed, time.Since(t0)

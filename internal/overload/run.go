@@ -137,8 +137,8 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	for range sc.Loads {
 		<-drivers
 	}
-	kept := lay.seconds
-	if err := ctx.Err(); err != nil {
+	kept, early := lay.seconds, ctx.Err()
+	if early != nil {
 		kept = min(kept, int(math.Ceil(time.Since(gen.start).Seconds())))
 	}
 	stop()
@@ -150,8 +150,8 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	emit(col.finished(kept, pr.at), rs.OnRow)
 	rep := summarize(sc, rs.Mode, rs.Target, lay, col.rows[:kept], pr.all())
 	rep.CPUSeconds = round((cpuTime() - cpu0).Seconds(), 2)
-	if err := ctx.Err(); err != nil {
-		return rep, fmt.Errorf("overload: run ended early: %w", err)
+	if early != nil {
+		return rep, fmt.Errorf("overload: run ended early: %w", early)
 	}
 	return rep, Reconcile(rep.Totals, b.Counts())
 }
@@ -201,17 +201,19 @@ func slowdown(ctx context.Context, b *Backend, sc Scenario, lay layout, start ti
 // 2xx with the backend's 200s, the Backend503 with its overloaded 503s.
 // Each pair must agree within 1 % of the larger; else ErrUnreconciled.
 func Reconcile(totals map[string]Counts, b BackendCounts) error {
-	var ok, over int64
+	var ok, over, failed int64
 	for _, c := range totals {
 		ok += c.Class[OK]
 		over += c.Class[Backend503]
+		failed += c.Class[Failed]
 	}
 	for _, p := range []struct {
 		what           string
 		client, server int64
 	}{{"2xx", ok, b.OK}, {"backend 503s", over, b.Overloaded}} {
 		if d := math.Abs(float64(p.client - p.server)); d > 0.01*float64(max(p.client, p.server)) {
-			return fmt.Errorf("%w: %s: clients %d, backend %d", ErrUnreconciled, p.what, p.client, p.server)
+			return fmt.Errorf("%w: %s: clients %d, backend %d (%d requests failed or timed out on the clients)",
+				ErrUnreconciled, p.what, p.client, p.server, failed)
 		}
 	}
 	return nil
