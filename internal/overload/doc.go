@@ -6,7 +6,15 @@
 // The caller supplies the stack (a StackFunc that starts one or more
 // enforcing instances in front of the backend's URL); Run does the rest:
 //
-//	backend ← stack (caller's) ← open-loop clients
+//	clients (open loop) → stack (the caller's) → backend (capacity C)
+//
+//	bs := overload.BackendSettings{}                // 8 workers × 20 ms: C = 400 req/s
+//	sc, err := overload.Lookup("surge", bs.Capacity())
+//	rep, err := overload.Run(ctx, sc, overload.RunSettings{
+//		Duration: 60 * time.Second, Mode: overload.Controller, Backend: bs,
+//		Stack: startStack, // builds tiers and assignments from spec.Scenario
+//	})
+//	json.NewEncoder(os.Stdout).Encode(rep)
 //
 // Time base: second k of a run is [start+k s, start+k+1 s). A request
 // belongs to the second its schedule made it due in (its send time), even

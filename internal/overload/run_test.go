@@ -108,32 +108,12 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s", raw)
-	top := keysOf(t, raw)
-	want := sorted("scenario", "mode", "capacity_rps", "target_ms", "phases", "settle_s", "lowest_goodput_ratio",
-		"recovery_s", "flips_per_min", "cpu_seconds")
-	if !slices.Equal(top, want) {
-		t.Fatalf("report keys %v, want %v", top, want)
-	}
-	var doc struct {
-		Scenario, Mode string
-		Phases         map[string]json.RawMessage
-	}
-	_ = json.Unmarshal(raw, &doc)
-	if doc.Scenario != "surge" || doc.Mode != "off" || !slices.Equal(keysOf(t, mustJSON(t, doc.Phases)), sorted("before", "overload", "after")) {
-		t.Fatalf("scenario %q mode %q phases %v", doc.Scenario, doc.Mode, keysOf(t, mustJSON(t, doc.Phases)))
-	}
-	for name, ph := range doc.Phases {
-		if got := keysOf(t, ph); !slices.Equal(got, sorted("goodput_ratio", "premium_admitted_pct", "free_admitted_pct", "p99_ms", "status")) {
-			t.Fatalf("phase %s keys %v", name, got)
-		}
-		var p struct{ Status json.RawMessage }
-		_ = json.Unmarshal(ph, &p)
-		if got := keysOf(t, p.Status); !slices.Equal(got, sorted("backend_503", "shed", "over_quota", "breaker", "bulkhead")) {
-			t.Fatalf("phase %s status keys %v", name, got)
-		}
-	}
+	assertReportNames(t, raw)
 	if !slices.Equal(seen, []int{0, 1, 2}) || len(rep.Rows) != 3 {
 		t.Fatalf("OnRow saw seconds %v, report has %d rows; want 0, 1, 2", seen, len(rep.Rows))
+	}
+	if m := rep.Rows[2].Multipliers; m["free"] != 1 || m["premium"] != 1 {
+		t.Errorf("the last row's multipliers %v, want the stack's", m)
 	}
 	// premium 50/s, free 25, 250, 25, greedy 15/s: the schedule is exact.
 	wantSent := map[string]int64{"premium": 150, "free": 300, "greedy": 45}
@@ -157,6 +137,36 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if rep.RecoveryS != 0 || rep.FlipsPerMin != 0 || rep.CapacityRPS != 100 || rep.TargetMS != 250 {
 		t.Errorf("recovery %v flips %v capacity %v target %v", rep.RecoveryS, rep.FlipsPerMin, rep.CapacityRPS, rep.TargetMS)
+	}
+}
+
+// assertReportNames checks that a report's JSON has exactly the names of
+// `throttled bench overload --json`.
+func assertReportNames(t *testing.T, raw []byte) {
+	t.Helper()
+	top := keysOf(t, raw)
+	want := sorted("scenario", "mode", "capacity_rps", "target_ms", "phases", "settle_s", "lowest_goodput_ratio",
+		"recovery_s", "flips_per_min", "cpu_seconds")
+	if !slices.Equal(top, want) {
+		t.Fatalf("report keys %v, want %v", top, want)
+	}
+	var doc struct {
+		Scenario, Mode string
+		Phases         map[string]json.RawMessage
+	}
+	_ = json.Unmarshal(raw, &doc)
+	if doc.Scenario != "surge" || doc.Mode != "off" || !slices.Equal(keysOf(t, mustJSON(t, doc.Phases)), sorted("before", "overload", "after")) {
+		t.Fatalf("scenario %q mode %q phases %v", doc.Scenario, doc.Mode, keysOf(t, mustJSON(t, doc.Phases)))
+	}
+	for name, ph := range doc.Phases {
+		if got := keysOf(t, ph); !slices.Equal(got, sorted("goodput_ratio", "premium_admitted_pct", "free_admitted_pct", "p99_ms", "status")) {
+			t.Fatalf("phase %s keys %v", name, got)
+		}
+		var p struct{ Status json.RawMessage }
+		_ = json.Unmarshal(ph, &p)
+		if got := keysOf(t, p.Status); !slices.Equal(got, sorted("backend_503", "shed", "over_quota", "breaker", "bulkhead")) {
+			t.Fatalf("phase %s status keys %v", name, got)
+		}
 	}
 }
 
@@ -281,5 +291,34 @@ func TestReconcile(t *testing.T) {
 				t.Fatalf("Reconcile = %v, want ok=%v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// The generator sends on schedule over real loopback HTTP: 200 req/s for
+// 3 s is 200 requests in each second's row, all of which reach the server.
+func TestGeneratorPacing(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(KeyHeader) != "" {
+			got.Add(1)
+		}
+	}))
+	defer srv.Close()
+	sc := Scenario{Name: "steady", Capacity: 400, Instances: 1, Split: []float64{1}, ServiceFactor: [3]float64{1, 1, 1},
+		Loads: []Load{{Name: "free", Keys: keys("free-", 4), Active: [3]int{4, 4, 4}, Rate: [3]float64{200, 200, 200}}}}
+	lay := newLayout(3 * time.Second)
+	col := newCollector(sc, lay, target)
+	g := newGenerator([]string{srv.URL}, sc.Split, col, lay, RunSettings{Timeout: patient}.withDefaults())
+	g.start = time.Now()
+	g.drive(context.Background(), 0, sc.Loads[0])
+	g.wg.Wait()
+	rows := col.finished(lay.seconds, func(time.Duration) map[string]float64 { return nil })
+	if len(rows) != 3 || got.Load() != 600 {
+		t.Fatalf("%d rows finished, server saw %d requests; want 3 and 600", len(rows), got.Load())
+	}
+	for _, r := range rows {
+		if c := r.Loads["free"]; c.Sent() != 200 || c.Class[OK] != 200 {
+			t.Fatalf("second %d: %d sent, %d ok; want 200 and 200", r.Second, c.Sent(), c.Class[OK])
+		}
 	}
 }
