@@ -147,6 +147,7 @@ func (s GradientSettings) Validate() error {
 type Window struct {
 	Samples     int           // calls completed with a latency sample
 	Avg         time.Duration // their average latency (upstream round trip)
+	Min         time.Duration // their shortest latency; 0 means unknown (Avg)
 	MaxInFlight int           // the most calls in flight at once
 }
 
@@ -220,7 +221,14 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 	lat := w.Avg
 	base := next.Baseline
 	if base <= 0 {
-		base = lat // the first samples: nothing to compare them with yet
+		// The first samples. The fastest of them is the best guess of the
+		// latency without queueing: the instance may start under overload.
+		// A guess too low is corrected by relearning at MinLimit; one too
+		// high would let the queue stand.
+		base = lat
+		if w.Min > 0 && w.Min < lat {
+			base = w.Min
+		}
 	}
 	est := g.estimate(next.Limit, base, lat, w.MaxInFlight)
 	limit := next.Limit + (est-next.Limit)*g.s.Smoothing

@@ -14,6 +14,12 @@ const ms = time.Millisecond
 // intervals of 100 ms.
 func tk(i int) time.Time { return t0.Add(time.Duration(i) * 100 * ms) }
 
+// win is a window of n samples averaging avg (the fastest of them also
+// avg), with at most peak calls in flight.
+func win(n int, avg time.Duration, peak int) Window {
+	return Window{Samples: n, Avg: avg, Min: avg, MaxInFlight: peak}
+}
+
 func mustGradient(t *testing.T, gs GradientSettings) *Gradient {
 	t.Helper()
 	g, err := NewGradient(gs)
@@ -63,9 +69,9 @@ func TestGradientDecreasesOnRisingLatency(t *testing.T) {
 	r := rise(10 * s)
 	b2 := 20*ms + dur(20*ms, r)
 	runGradient(t, g, st, []gstep{
-		{Window{10, 20 * ms, 20}, smooth(20, 1.25), 20 * ms, ActionIncrease},                             // first samples: the baseline
-		{Window{10, 40 * ms, 23}, smooth(23, 0.625), b2, ActionDecrease},                                 // 20 × 1.25 / 40
-		{Window{10, 80 * ms, 19}, smooth(smooth(23, 0.625), 0.5), b2 + dur(80*ms-b2, r), ActionDecrease}, // clamped at 0.5
+		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},                             // first samples: the baseline
+		{win(10, 40*ms, 23), smooth(23, 0.625), b2, ActionDecrease},                                 // 20 × 1.25 / 40
+		{win(10, 80*ms, 19), smooth(smooth(23, 0.625), 0.5), b2 + dur(80*ms-b2, r), ActionDecrease}, // clamped at 0.5
 	})
 }
 
@@ -78,15 +84,15 @@ func TestGradientGrowsOnHeadroomOnlyWhenUsed(t *testing.T) {
 	l6 := smooth(l5, 1.25)
 	l7 := smooth(l6, 1.25)
 	runGradient(t, g, st, []gstep{
-		{Window{10, 20 * ms, 4}, 10, 20 * ms, ActionHold},                      // 4 < 10/2 in use: no evidence for more
-		{Window{10, 20 * ms, 5}, smooth(10, 1.25), 20 * ms, ActionIncrease},    // half in use: 11.75
-		{Window{10, 16 * ms, 12}, l3, 18 * ms, ActionIncrease},                 // gradient 25/16; the baseline falls halfway
-		{Window{10, 5 * ms, 16}, l4, 11500 * time.Microsecond, ActionIncrease}, // gradient clamped at 2
-		{Window{10, 11500 * time.Microsecond, 24}, l5, 0, ActionIncrease},
-		{Window{10, 11500 * time.Microsecond, 28}, l6, 0, ActionIncrease},
-		{Window{10, 11500 * time.Microsecond, 32}, l7, 0, ActionIncrease},
-		{Window{10, 11500 * time.Microsecond, 36}, 40, 0, ActionIncrease}, // MaxLimit
-		{Window{10, 11500 * time.Microsecond, 40}, 40, 0, ActionHold},
+		{win(10, 20*ms, 4), 10, 20 * ms, ActionHold},                      // 4 < 10/2 in use: no evidence for more
+		{win(10, 20*ms, 5), smooth(10, 1.25), 20 * ms, ActionIncrease},    // half in use: 11.75
+		{win(10, 16*ms, 12), l3, 18 * ms, ActionIncrease},                 // gradient 25/16; the baseline falls halfway
+		{win(10, 5*ms, 16), l4, 11500 * time.Microsecond, ActionIncrease}, // gradient clamped at 2
+		{win(10, 11500*time.Microsecond, 24), l5, 0, ActionIncrease},
+		{win(10, 11500*time.Microsecond, 28), l6, 0, ActionIncrease},
+		{win(10, 11500*time.Microsecond, 32), l7, 0, ActionIncrease},
+		{win(10, 11500*time.Microsecond, 36), 40, 0, ActionIncrease}, // MaxLimit
+		{win(10, 11500*time.Microsecond, 40), 40, 0, ActionHold},
 	})
 }
 
@@ -94,26 +100,26 @@ func TestGradientHoldsWithoutSamples(t *testing.T) {
 	g := mustGradient(t, GradientSettings{MinSamples: 5})
 	st := GradientState{Limit: 10, Baseline: 20 * ms, Latency: 21 * ms, At: t0}
 	st = runGradient(t, g, st, []gstep{
-		{Window{0, 0, 10}, 10, 20 * ms, ActionHold},
-		{Window{4, 100 * ms, 10}, 10, 20 * ms, ActionHold}, // too few samples
-		{Window{7, 0, 10}, 10, 20 * ms, ActionHold},        // no latency
-		{Window{0, 0, 0}, 10, 20 * ms, ActionHold},
+		{win(0, 0, 10), 10, 20 * ms, ActionHold},
+		{win(4, 100*ms, 10), 10, 20 * ms, ActionHold}, // too few samples
+		{win(7, 0, 10), 10, 20 * ms, ActionHold},      // no latency
+		{win(0, 0, 0), 10, 20 * ms, ActionHold},
 	})
 	if st.Latency != 21*ms {
 		t.Errorf("latency = %v after holding, want the last measured 21ms", st.Latency)
 	}
-	runGradient(t, g, st, []gstep{{Window{5, 100 * ms, 10}, smooth(10, 0.5), 0, ActionDecrease}})
+	runGradient(t, g, st, []gstep{{win(5, 100*ms, 10), smooth(10, 0.5), 0, ActionDecrease}})
 }
 
 func TestGradientStaysWithinBounds(t *testing.T) {
 	g := mustGradient(t, GradientSettings{MinLimit: 3, MaxLimit: 50})
-	slow := Window{10, 200 * ms, 4}
+	slow := win(10, 200*ms, 4)
 	runGradient(t, g, GradientState{Limit: 4, Baseline: 20 * ms, At: t0}, []gstep{
-		{slow, smooth(4, 0.5), 0, ActionDecrease},                // 3.5
-		{slow, smooth(3.5, 0.5), 0, ActionDecrease},              // 3.125
-		{slow, 3, 0, ActionDecrease},                             // 2.84 → MinLimit
-		{slow, 3, 0, ActionHold},                                 // at MinLimit
-		{Window{10, 1 * ms, 3}, smooth(3, 2), 0, ActionIncrease}, // 4
+		{slow, smooth(4, 0.5), 0, ActionDecrease},           // 3.5
+		{slow, smooth(3.5, 0.5), 0, ActionDecrease},         // 3.125
+		{slow, 3, 0, ActionDecrease},                        // 2.84 → MinLimit
+		{slow, 3, 0, ActionHold},                            // at MinLimit
+		{win(10, 1*ms, 3), smooth(3, 2), 0, ActionIncrease}, // 4
 	})
 	for _, tc := range []struct {
 		in   GradientState
@@ -130,7 +136,7 @@ func TestGradientStaysWithinBounds(t *testing.T) {
 			t.Errorf("Step(%v, no samples) limit = %v (%d permits), want %v", tc.in, st.Limit, st.Permits(), tc.want)
 		}
 	}
-	st := g.Step(GradientState{Limit: 10, Baseline: -time.Second}, Window{10, 20 * ms, 10}, t0)
+	st := g.Step(GradientState{Limit: 10, Baseline: -time.Second}, win(10, 20*ms, 10), t0)
 	if st.Baseline != 20*ms {
 		t.Errorf("a negative baseline then a 20ms window: baseline %v, want 20ms", st.Baseline)
 	}
@@ -145,17 +151,17 @@ func TestGradientBaselineTracking(t *testing.T) {
 	b4 := b3 + (10*ms-b3)/2
 	b6 := b4 + dur(40*ms-b4, r)
 	runGradient(t, g, GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, []gstep{
-		{Window{10, 30 * ms, 1}, 0, b1, ActionDecrease}, // slower: rises slowly
-		{Window{10, 30 * ms, 1}, 0, b2, ActionDecrease},
-		{Window{10, 10 * ms, 1}, 0, b3, ActionHold}, // faster: falls halfway at once
-		{Window{10, 10 * ms, 1}, 0, b4, ActionHold},
+		{win(10, 30*ms, 1), 0, b1, ActionDecrease}, // slower: rises slowly
+		{win(10, 30*ms, 1), 0, b2, ActionDecrease},
+		{win(10, 10*ms, 1), 0, b3, ActionHold}, // faster: falls halfway at once
+		{win(10, 10*ms, 1), 0, b4, ActionHold},
 		{Window{}, 0, b4, ActionHold}, // no samples: unchanged
-		{Window{10, 40 * ms, 1}, 0, b6, ActionDecrease},
-		{Window{10, b6, 1}, 0, b6, ActionHold}, // on the baseline: unchanged (growth needs use)
+		{win(10, 40*ms, 1), 0, b6, ActionDecrease},
+		{win(10, b6, 1), 0, b6, ActionHold}, // on the baseline: unchanged (growth needs use)
 	})
 	// The rise is exponential in the time passed: one step 1 s after the
 	// previous one covers 1 − 1/e of the way.
-	st := g.Step(GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, Window{10, 30 * ms, 1}, t0.Add(time.Second))
+	st := g.Step(GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, win(10, 30*ms, 1), t0.Add(time.Second))
 	if want := 20*ms + dur(10*ms, 1-math.Exp(-1)); (st.Baseline - want).Abs() > time.Microsecond {
 		t.Errorf("one step after 1s: baseline %v, want %v", st.Baseline, want)
 	}
@@ -165,15 +171,15 @@ func TestGradientTargetAlwaysDecreases(t *testing.T) {
 	g := mustGradient(t, GradientSettings{Target: 50 * ms})
 	runGradient(t, g, GradientState{Limit: 10, Baseline: 100 * ms, At: t0}, []gstep{
 		// 60ms is well under the baseline, but above Target: 10 × 50/60, no allowance.
-		{Window{10, 60 * ms, 10}, 10 + (10*50.0/60-10)*0.5, 80 * ms, ActionDecrease},
-		{Window{10, 50 * ms, 10}, smooth(10+(10*50.0/60-10)*0.5, 2), 65 * ms, ActionIncrease}, // at Target: the gradient rules
-		{Window{10, 500 * ms, 10}, 0, 0, ActionDecrease},
+		{win(10, 60*ms, 10), 10 + (10*50.0/60-10)*0.5, 80 * ms, ActionDecrease},
+		{win(10, 50*ms, 10), smooth(10+(10*50.0/60-10)*0.5, 2), 65 * ms, ActionIncrease}, // at Target: the gradient rules
+		{win(10, 500*ms, 10), 0, 0, ActionDecrease},
 	})
 }
 
 func TestGradientRelearnsBaselineAtMinLimit(t *testing.T) {
 	g := mustGradient(t, GradientSettings{RelearnAfter: 300 * ms})
-	slow := Window{10, 50 * ms, 2}
+	slow := win(10, 50*ms, 2)
 	l1 := smooth(2.5, 0.5) // 2.375: 2 permits, at MinLimit since t1
 	l2 := smooth(l1, 0.5)
 	l3 := smooth(l2, 0.5)
