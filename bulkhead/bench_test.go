@@ -3,6 +3,7 @@ package bulkhead
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -85,4 +86,62 @@ func BenchmarkBreakerCall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func benchGate(b *testing.B, s GateSettings) *Gate {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := NewGate("bench", s, m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func BenchmarkGateAcquireRelease(b *testing.B) {
+	g := benchGate(b, GateSettings{Limit: 1 << 20})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := g.Acquire(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release()
+	}
+}
+
+func BenchmarkGateAcquireReleaseParallel(b *testing.B) {
+	g := benchGate(b, GateSettings{Limit: 1 << 20})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			p, err := g.Acquire(ctx, 1)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			p.Release()
+		}
+	})
+}
+
+// Contended: a limit of 2 for all goroutines, so most calls queue (at
+// random priorities) and are granted by a release, or shed.
+func BenchmarkGateContendedParallel(b *testing.B) {
+	g := benchGate(b, GateSettings{Limit: 2, MaxQueue: 8, MaxWait: time.Millisecond})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		prio := 0
+		for pb.Next() {
+			prio = (prio + 1) % 4
+			if p, err := g.Acquire(ctx, prio); err == nil {
+				p.Release()
+			}
+		}
+	})
 }

@@ -55,7 +55,7 @@ func New(name string, s Settings, m *Metrics) (*Bulkhead, error) {
 	}
 	b := &Bulkhead{name: name, s: s, epoch: s.Now()}
 	b.limit.Store(int64(s.Limit))
-	b.slots.New = func() any { return &slot{b: b} }
+	b.slots.New = func() any { return &slot{owner: b} }
 	if m != nil {
 		if err := m.attachBulkhead(b); err != nil {
 			return nil, err

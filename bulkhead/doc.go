@@ -23,6 +23,36 @@
 //
 // A Set holds bulkheads by name, created on first use.
 //
+// # Gates
+//
+// A Gate is the adaptive, priority-aware concurrency limit in front of an
+// upstream (the inner loop of throttled's overload control). Each call
+// states its priority: 0 is the most important, larger values are shed
+// first.
+//
+//	p, err := gate.Acquire(ctx, priority)
+//	if errors.Is(err, bulkhead.ErrShed) { /* 503, reason "shed" */ }
+//	if err != nil { return err } // ctx ended
+//	defer p.Release() // or p.Discard() when the call says nothing about latency
+//
+// Below the limit a call is admitted at once. At the limit it waits in a
+// short queue ordered by priority, then arrival, for at most
+// GateSettings.MaxWait; every freed permit goes to the head of the queue.
+// When the queue is full, a newcomer more important than the last waiter
+// (the least important, newest one) takes that waiter's place, and the
+// waiter is shed; any other newcomer is shed. So a call is refused only
+// when nothing less important is left to refuse, save that holders keep
+// their permits and waits are bounded by MaxWait.
+//
+// A controller moves the limit with SetLimit (never below
+// GateSettings.MinLimit; growing admits waiters at once, shrinking takes
+// nothing from holders), from what TakeWindow reports since its previous
+// call: the number of latency samples (permit hold times, i.e. upstream
+// round trips), their average and minimum, and the most permits held at
+// once. Both use builtin types only, so a controller package can declare
+// the interface it needs without importing this one. Taking and releasing
+// a permit allocates nothing, queued or not (see the benchmarks).
+//
 // # Breakers
 //
 // A Breaker wraps calls to one dependency. Closed, it counts failures: errors,
@@ -40,6 +70,12 @@
 // NewMetrics(reg) registers, once per registry (a second call shares them):
 //
 //	throttled_breaker_state{name}            gauge: 0 closed, 1 half-open, 2 open
-//	throttled_bulkhead_inflight{name}        gauge: permits held now
-//	throttled_bulkhead_rejected_total{name}  counter: ErrFull refusals
+//	throttled_bulkhead_inflight{name}        gauge: permits held now (bulkheads and gates)
+//	throttled_concurrency_limit{name}        gauge: the current limit (bulkheads and gates)
+//	throttled_bulkhead_rejected_total{name}  counter: ErrFull and ErrShed refusals
+//	throttled_bulkhead_shed_total{name,priority}
+//	                                         counter: a gate's ErrShed refusals by priority,
+//	                                         "0" to "7" ("7" counts 7 and above)
+//
+// Bulkheads and gates share one name space on a Metrics.
 package bulkhead

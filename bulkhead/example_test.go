@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
@@ -46,4 +47,38 @@ func ExampleBreaker() {
 	// connection refused -> closed
 	// connection refused -> open
 	// bulkhead: circuit breaker open -> open
+}
+
+// A gate in front of an upstream: premium (priority 0) waits ahead of free
+// (priority 2), and takes a free caller's place when the queue is full.
+func ExampleGate() {
+	gate, _ := bulkhead.NewGate("upstream", bulkhead.GateSettings{Limit: 1, MaxQueue: 1, MaxWait: time.Hour}, nil)
+	held, _ := gate.Acquire(context.Background(), 2)
+
+	free := make(chan error)
+	go func() {
+		_, err := gate.Acquire(context.Background(), 2) // queues
+		free <- err
+	}()
+	for gate.Stats().Waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	premium := make(chan bulkhead.Permit)
+	go func() {
+		p, _ := gate.Acquire(context.Background(), 0) // evicts the free caller
+		premium <- p
+	}()
+	fmt.Println("free:", <-free)
+
+	gate.SetLimit(0) // never below MinLimit (1)
+	held.Release()   // the permit goes to premium
+	p := <-premium
+	fmt.Println("limit:", gate.Limit(), "in flight:", gate.InFlight())
+	p.Release()
+	n, _, _, peak := gate.TakeWindow()
+	fmt.Println("samples:", n, "peak:", peak)
+	// Output:
+	// free: bulkhead: shed
+	// limit: 1 in flight: 1
+	// samples: 2 peak: 1
 }

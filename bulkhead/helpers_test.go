@@ -53,7 +53,8 @@ func eventually(t testing.TB, what string, cond func() bool) {
 var help = map[string]string{
 	MetricBreakerState:     "Circuit breaker state: 0 closed, 1 half-open, 2 open.",
 	MetricBulkheadInFlight: "Permits held now in a bulkhead.",
-	MetricBulkheadRejected: "Calls refused by a full bulkhead (ErrFull).",
+	MetricBulkheadRejected: "Calls refused by a full bulkhead (ErrFull) or shed by a gate (ErrShed).",
+	MetricConcurrencyLimit: "Current limit on permits held at once in a bulkhead or gate.",
 }
 
 // expectMetric checks every series of one metric in g (testutil), given as

@@ -18,6 +18,11 @@ const (
 	DefaultOpenTimeout         = 5 * time.Second
 	DefaultHalfOpenMaxRequests = 1
 	DefaultDeadline            = 50 * time.Millisecond
+
+	DefaultGateLimit    = 32
+	DefaultGateMinLimit = 1
+	DefaultGateMaxQueue = 128
+	DefaultGateMaxWait  = 50 * time.Millisecond
 )
 
 // Settings configures a Bulkhead. The zero value is ready to use: every zero
@@ -142,6 +147,63 @@ func (s BreakerSettings) normalize() (BreakerSettings, error) {
 	}
 	if s.Now == nil {
 		s.Now = time.Now
+	}
+	return s, nil
+}
+
+// GateSettings configures a Gate. The zero value is ready to use: every zero
+// field takes the default named beside it. Negative values are errors.
+type GateSettings struct {
+	// Limit is the initial limit on calls in flight; the gate's controller
+	// moves it with SetLimit. Zero means DefaultGateLimit, raised to MinLimit
+	// if that is larger.
+	Limit int
+	// MinLimit is the lowest limit SetLimit sets. Zero means
+	// DefaultGateMinLimit.
+	MinLimit int
+	// MaxQueue is how many callers may wait for a permit while the limit is
+	// reached. The queue is what makes the gate priority-aware (a more
+	// important newcomer takes the place of a less important waiter), so it
+	// cannot be turned off. Zero means DefaultGateMaxQueue.
+	MaxQueue int
+	// MaxWait bounds how long a caller waits in the queue before it is shed
+	// with ErrShed. Keep it short: the queue smooths bursts, it does not
+	// absorb overload. Zero means DefaultGateMaxWait.
+	MaxWait time.Duration
+	// Now is the clock that times how long permits are held (the latency
+	// samples of TakeWindow). Nil means time.Now.
+	Now func() time.Time
+}
+
+func (s GateSettings) normalize() (GateSettings, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"Limit", int64(s.Limit)}, {"MinLimit", int64(s.MinLimit)},
+		{"MaxQueue", int64(s.MaxQueue)}, {"MaxWait", int64(s.MaxWait)},
+	} {
+		if f.v < 0 {
+			return s, fmt.Errorf("bulkhead: GateSettings.%s must not be negative, got %d", f.name, f.v)
+		}
+	}
+	if s.MinLimit == 0 {
+		s.MinLimit = DefaultGateMinLimit
+	}
+	if s.Limit == 0 {
+		s.Limit = max(DefaultGateLimit, s.MinLimit)
+	}
+	if s.MaxQueue == 0 {
+		s.MaxQueue = DefaultGateMaxQueue
+	}
+	if s.MaxWait == 0 {
+		s.MaxWait = DefaultGateMaxWait
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Limit < s.MinLimit {
+		return s, fmt.Errorf("bulkhead: GateSettings.Limit (%d) is below GateSettings.MinLimit (%d)", s.Limit, s.MinLimit)
 	}
 	return s, nil
 }

@@ -66,4 +66,64 @@
 //     published step (leader only), labelled with the tier's action (hold, decrease,
 //     increase, recover).
 //   - throttled_controller_leader: 1 while this replica holds the lease.
+//
+// # Two loops
+//
+// The law and loop above are the outer, global loop: slow (a period of
+// seconds, driven by Prometheus), shared by every enforcing instance
+// through the multipliers in Redis, and priority-ordered across tiers. It
+// cannot see the first seconds of a surge. The inner loop can: every
+// enforcing instance runs one [ConcurrencyLoop] per upstream, which every
+// [GradientSettings.Interval] (100 ms) reads the instance's own latency
+// samples from its [Gate] and moves the gate's concurrency limit. The gate
+// (bulkhead.Gate) admits calls below the limit, queues the rest briefly by
+// priority, and sheds the least important first (503 "shed").
+//
+// They form a cascade. The inner loop protects latency now, within one or
+// two intervals, but only locally and by shedding. The outer loop moves
+// the steady state: it cuts the lowest tiers' rates for the whole fleet,
+// so that the offered load falls back under capacity and the inner loop
+// rarely has to act (its limit then sits above the calls in flight and
+// sheds nothing). Each loop needs no knowledge of the other; they interact
+// only through the upstream's latency.
+//
+// # The concurrency law
+//
+// [Gradient.Step] is a pure function of the previous [GradientState], the
+// gate's [Window] and the time, in the style of Netflix's Gradient2 and
+// Envoy's gradient controller:
+//
+//	gradient = clamp(baseline × (1 + Tolerance) / latency, 0.5, 2)
+//	estimate = limit × gradient + Allowance
+//	limit    = clamp(limit + (estimate − limit) × Smoothing, MinLimit, MaxLimit)
+//
+// latency is the window's average. Above [GradientSettings.Target], if
+// set, the gradient is at most Target / latency and no allowance is added:
+// the limit always decreases. An estimate above the limit is not taken
+// while fewer than half of the permits were in use in the window (latency
+// at low concurrency says nothing about a higher limit), so the limit
+// stays near what is used and is about right when a surge starts. A window
+// with fewer than MinSamples samples holds. Behind a saturated upstream
+// (W workers) the law settles near W × (1 + Tolerance) + Allowance calls
+// in flight per instance.
+//
+// The baseline is the latency without queueing. Envoy measures it by
+// pinning the limit low from time to time; that would shed premium traffic
+// on a schedule, so it is not used here. Like Gradient2, this law learns
+// it from live traffic: the first baseline is the first window's fastest
+// call, then the baseline falls at once (halfway) towards any faster
+// window average and rises slowly (exponential average, time constant
+// BaselineWindow, 30 s) towards a slower one. The slow rise follows real
+// changes in the upstream, but under a sustained overload it lets the
+// limit drift up; that is the outer loop's time scale, and Target bounds
+// it. A baseline too low would pin the limit at MinLimit: after
+// RelearnAfter there, the baseline is taken afresh from the current window
+// (the probe Envoy also runs after 5 windows at its minimum).
+//
+// The inner loop's metrics, labelled with the loop's name:
+// throttled_inner_loop_steps_total{name,action} (hold, decrease,
+// increase), throttled_inner_loop_relearns_total{name},
+// throttled_inner_loop_baseline_seconds{name} and
+// throttled_inner_loop_latency_seconds{name}. The limit itself is the
+// gate's throttled_concurrency_limit{name}.
 package controller

@@ -49,3 +49,24 @@ func ExampleLaw_Step() {
 	// t= 90s no_signal  premium=1.00 free=0.40 epoch=7
 	// t=100s no_signal  premium=1.00 free=0.50 epoch=8
 }
+
+// A surge behind an upstream with a 20 ms service time: the latency of the
+// windows doubles, and the limit comes down from the first interval, then
+// grows back once latency returns to the baseline with the limit in use.
+func ExampleGradient_Step() {
+	law, _ := controller.NewGradient(controller.GradientSettings{InitialLimit: 20})
+	st := law.Init(time.Time{})
+	now := time.Time{}
+	for _, lat := range []time.Duration{20, 20, 40, 40, 30, 20} {
+		now = now.Add(100 * time.Millisecond)
+		st = law.Step(st, controller.Window{Samples: 50, Avg: lat * time.Millisecond, MaxInFlight: st.Permits()}, now)
+		fmt.Println(st.Permits(), st.LastAction, st.Baseline.Round(time.Millisecond))
+	}
+	// Output:
+	// 23 increase 20ms
+	// 26 increase 20ms
+	// 22 decrease 20ms
+	// 18 decrease 20ms
+	// 17 decrease 20ms
+	// 20 increase 20ms
+}

@@ -1,0 +1,309 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults used for zero-valued fields of [GradientSettings]. They are
+// applied in one place, GradientSettings.withDefaults.
+const (
+	DefaultInterval       = 100 * time.Millisecond
+	DefaultMinLimit       = 2
+	DefaultMaxLimit       = 1000
+	DefaultInitialLimit   = 20
+	DefaultTolerance      = 0.25
+	DefaultSmoothing      = 0.5
+	DefaultAllowance      = 1.0
+	DefaultBaselineWindow = 30 * time.Second
+	DefaultRelearnAfter   = 5 * time.Second
+	DefaultMinSamples     = 1
+)
+
+// The gradient is clamped into [minGradient, maxGradient] (as in Envoy's
+// gradient controller), so that one outlying window can at most halve or
+// double the limit before smoothing. baselineFall is the weight with which
+// a window faster than the baseline pulls it down.
+const (
+	minGradient  = 0.5
+	maxGradient  = 2.0
+	baselineFall = 0.5
+)
+
+// GradientSettings configure the fast local concurrency law ([Gradient])
+// and its loop ([ConcurrencyLoop]). The zero value of every field means the
+// default named beside it.
+type GradientSettings struct {
+	// Interval is the sampling window and the loop's period. 0 means
+	// DefaultInterval (100 ms).
+	Interval time.Duration
+	// MinLimit is the lowest limit, at least 1. 0 means DefaultMinLimit.
+	// With N enforcing instances in front of one upstream, N × MinLimit
+	// calls are always let through: keep it below what the upstream serves
+	// without queueing.
+	MinLimit int
+	// MaxLimit is the highest limit, at least MinLimit. 0 means
+	// DefaultMaxLimit.
+	MaxLimit int
+	// InitialLimit is the limit before the first sample. 0 means
+	// DefaultInitialLimit, clamped into [MinLimit, MaxLimit].
+	InitialLimit int
+	// Tolerance is how far above the baseline the window's average latency
+	// may rise before the limit decreases: the gradient is
+	// baseline × (1 + Tolerance) / latency. In (0, 1]; 0 means
+	// DefaultTolerance.
+	Tolerance float64
+	// Smoothing is the weight of each step's new estimate against the
+	// current limit, in (0, 1]: 1 applies it at once. 0 means
+	// DefaultSmoothing.
+	Smoothing float64
+	// Allowance is the queue the law allows for: added to the estimate
+	// every step (as Gradient2's queueSize, Envoy's headroom), it lets the
+	// limit grow when latency sits on the baseline. With N instances the
+	// steady state is about capacity × (1 + Tolerance) + N × Allowance
+	// calls in flight. 0 means DefaultAllowance.
+	Allowance float64
+	// Target, if positive, is an absolute cap on latency: a window whose
+	// average is above it always decreases the limit, whatever the
+	// baseline. 0 means no cap.
+	Target time.Duration
+	// BaselineWindow is the time constant with which the baseline rises
+	// towards a slower window average (it falls towards a faster one at
+	// once, with weight 1/2). 0 means DefaultBaselineWindow. It must be
+	// longer than Interval.
+	BaselineWindow time.Duration
+	// RelearnAfter: once the limit has stayed at MinLimit this long, the
+	// baseline is taken again from the current window (a probe, as Envoy
+	// does after 5 windows at its minimum), in case it had fallen too low
+	// to be met. 0 means DefaultRelearnAfter.
+	RelearnAfter time.Duration
+	// MinSamples is the fewest latency samples a window needs to move the
+	// limit; a window with fewer holds. 0 means DefaultMinSamples.
+	MinSamples int
+}
+
+// withDefaults returns s with every zero field replaced by its default.
+func (s GradientSettings) withDefaults() GradientSettings {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&s.Interval, DefaultInterval)
+	def(&s.BaselineWindow, DefaultBaselineWindow)
+	def(&s.RelearnAfter, DefaultRelearnAfter)
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&s.MinLimit, DefaultMinLimit}, {&s.MaxLimit, DefaultMaxLimit}, {&s.MinSamples, DefaultMinSamples}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	if s.InitialLimit == 0 {
+		s.InitialLimit = min(max(DefaultInitialLimit, s.MinLimit), s.MaxLimit)
+	}
+	for _, f := range []struct {
+		v *float64
+		d float64
+	}{{&s.Tolerance, DefaultTolerance}, {&s.Smoothing, DefaultSmoothing}, {&s.Allowance, DefaultAllowance}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	return s
+}
+
+// Validate reports every invalid field, each error naming the field and
+// wrapping [ErrInvalidSettings]. Zero values are valid (they mean the
+// defaults).
+func (s GradientSettings) Validate() error {
+	d := s.withDefaults()
+	var errs []error
+	check := func(ok bool, field string, v any, want string) {
+		if !ok {
+			errs = append(errs, invalid(field, v, want))
+		}
+	}
+	check(d.Interval > 0, "interval", s.Interval, "must be positive")
+	check(d.MinLimit >= 1, "min_limit", s.MinLimit, "must be at least 1")
+	check(d.MaxLimit >= d.MinLimit, "max_limit", s.MaxLimit, fmt.Sprintf("must be at least min_limit %d", d.MinLimit))
+	check(d.InitialLimit >= d.MinLimit && d.InitialLimit <= d.MaxLimit, "initial_limit", s.InitialLimit,
+		fmt.Sprintf("must be in [%d, %d]", d.MinLimit, d.MaxLimit))
+	check(d.Tolerance > 0 && d.Tolerance <= 1, "tolerance", s.Tolerance, "must be in (0, 1]")
+	check(d.Smoothing > 0 && d.Smoothing <= 1, "smoothing", s.Smoothing, "must be in (0, 1]")
+	check(d.Allowance > 0 && !math.IsInf(d.Allowance, 0), "allowance", s.Allowance, "must be positive and finite")
+	check(d.Target >= 0, "target", s.Target, "must not be negative")
+	check(d.BaselineWindow > 0 && d.BaselineWindow > d.Interval, "baseline_window", s.BaselineWindow,
+		fmt.Sprintf("must be longer than interval %v", d.Interval))
+	check(d.RelearnAfter > 0, "relearn_after", s.RelearnAfter, "must be positive")
+	check(d.MinSamples >= 1, "min_samples", s.MinSamples, "must be at least 1")
+	return errors.Join(errs...)
+}
+
+// Window is what the gate saw during one interval.
+type Window struct {
+	Samples     int           // calls completed with a latency sample
+	Avg         time.Duration // their average latency (upstream round trip)
+	Min         time.Duration // their shortest latency; 0 means unknown (Avg)
+	MaxInFlight int           // the most calls in flight at once
+}
+
+// GradientState is what the concurrency law carries from one step to the
+// next. Step never modifies the state it is given.
+type GradientState struct {
+	// Limit is the concurrency limit, unrounded; [GradientState.Permits]
+	// is what the gate enforces.
+	Limit float64
+	// Baseline is the estimate of the upstream's latency without queueing;
+	// zero until the first window with samples.
+	Baseline time.Duration
+	// Latency is the average latency of the last window with samples.
+	Latency time.Duration
+	// LastAction is what the last step did to the limit.
+	LastAction Action
+	// AtMinSince is when the limit (rounded) last came down to MinLimit;
+	// zero while it is above.
+	AtMinSince time.Time
+	// Relearned reports that the last step took the baseline afresh.
+	Relearned bool
+	// At is the time of the last step.
+	At time.Time
+}
+
+// Permits is the limit as the gate enforces it: rounded to the nearest
+// whole call, at least 1.
+func (s GradientState) Permits() int {
+	if !(s.Limit >= 1) { // also NaN
+		return 1
+	}
+	return int(math.Round(math.Min(s.Limit, math.MaxInt32)))
+}
+
+// String formats the state, e.g. "limit=12.50 baseline=20ms latency=31ms
+// decrease".
+func (s GradientState) String() string {
+	return fmt.Sprintf("limit=%.2f baseline=%v latency=%v %v", s.Limit, s.Baseline, s.Latency, s.LastAction)
+}
+
+// Gradient is the validated concurrency law. It is immutable and safe for
+// concurrent use.
+type Gradient struct {
+	s GradientSettings // defaulted
+}
+
+// NewGradient validates s and returns the law it describes.
+func NewGradient(s GradientSettings) (*Gradient, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &Gradient{s: s.withDefaults()}, nil
+}
+
+// Settings returns the settings with defaults applied.
+func (g *Gradient) Settings() GradientSettings { return g.s }
+
+// Init returns the starting state: InitialLimit, no baseline yet.
+func (g *Gradient) Init(now time.Time) GradientState {
+	return GradientState{Limit: float64(g.s.InitialLimit), At: now}
+}
+
+// Step runs the law once on the window w that ended at now, and returns
+// the next state. See the package doc for the law.
+func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState {
+	next := g.normalize(st)
+	next.At, next.LastAction, next.Relearned = now, ActionHold, false
+	if w.Samples < g.s.MinSamples || w.Avg <= 0 {
+		return next // no evidence: hold, baseline and all
+	}
+	lat := w.Avg
+	base := next.Baseline
+	if base <= 0 {
+		// The first samples. The fastest of them is the best guess of the
+		// latency without queueing: the instance may start under overload.
+		// A guess too low is corrected by relearning at MinLimit; one too
+		// high would let the queue stand.
+		base = lat
+		if w.Min > 0 && w.Min < lat {
+			base = w.Min
+		}
+	}
+	est := g.estimate(next.Limit, base, lat, w.MaxInFlight)
+	limit := next.Limit + (est-next.Limit)*g.s.Smoothing
+	limit = math.Max(float64(g.s.MinLimit), math.Min(float64(g.s.MaxLimit), limit))
+	switch {
+	case limit < next.Limit:
+		next.LastAction = ActionDecrease
+	case limit > next.Limit:
+		next.LastAction = ActionIncrease
+	}
+	next.Limit, next.Latency = limit, lat
+	next.Baseline = g.follow(base, lat, now.Sub(st.At))
+	g.relearn(&next, now)
+	return next
+}
+
+// estimate is the new limit before smoothing:
+//
+//	gradient = clamp(baseline × (1 + Tolerance) / latency, 0.5, 2)
+//	estimate = limit × gradient + Allowance
+//
+// Above Target the gradient is at most Target / latency and no allowance
+// is added, so that the limit decreases. An estimate above the limit is
+// not taken while fewer than half the permits were ever in use: latency
+// measured at low concurrency says nothing about a higher limit.
+func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int) float64 {
+	grad := float64(base) * (1 + g.s.Tolerance) / float64(lat)
+	grad = math.Max(minGradient, math.Min(maxGradient, grad))
+	if t := g.s.Target; t > 0 && lat > t {
+		return limit * math.Max(minGradient, math.Min(grad, float64(t)/float64(lat)))
+	}
+	est := limit*grad + g.s.Allowance
+	if est > limit && float64(inflight) < limit/2 {
+		return limit
+	}
+	return est
+}
+
+// follow moves the baseline towards the window's latency: down at once
+// (weight 1/2), up slowly, as an exponential average with time constant
+// BaselineWindow over the time dt since the previous step (Interval if
+// unknown).
+func (g *Gradient) follow(base, lat, dt time.Duration) time.Duration {
+	if lat <= base {
+		return base + time.Duration(float64(lat-base)*baselineFall)
+	}
+	if dt <= 0 {
+		dt = g.s.Interval
+	}
+	w := 1 - math.Exp(-float64(dt)/float64(g.s.BaselineWindow))
+	return base + time.Duration(float64(lat-base)*w)
+}
+
+// relearn keeps the time the limit has sat at MinLimit (as the gate sees
+// it: rounded), and once that is RelearnAfter takes the baseline from the
+// current window.
+func (g *Gradient) relearn(st *GradientState, now time.Time) {
+	switch {
+	case st.Permits() > g.s.MinLimit:
+		st.AtMinSince = time.Time{}
+	case st.AtMinSince.IsZero():
+		st.AtMinSince = now
+	case now.Sub(st.AtMinSince) >= g.s.RelearnAfter:
+		st.Baseline, st.Relearned, st.AtMinSince = st.Latency, true, now
+	}
+}
+
+// normalize clamps a state from elsewhere (an older configuration, a
+// caller's zero value) into the law's bounds: a limit that is not a number
+// becomes InitialLimit, a negative baseline none.
+func (g *Gradient) normalize(st GradientState) GradientState {
+	if math.IsNaN(st.Limit) {
+		st.Limit = float64(g.s.InitialLimit)
+	}
+	st.Limit = math.Max(float64(g.s.MinLimit), math.Min(float64(g.s.MaxLimit), st.Limit))
+	st.Baseline = max(st.Baseline, 0)
+	return st
+}
