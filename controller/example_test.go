@@ -29,7 +29,7 @@ func ExampleLaw_Step() {
 	for i, in := range []controller.Input{
 		p99(0.9), p99(0.9), p99(0.9), p99(0.9), // overloaded by 1.8×: free cut by 1/1.8 to its floor, then premium
 		p99(0.48),          // in the hysteresis band: hold
-		p99(0.2), p99(0.2), // healthy, 0.2 s far below the band (0.45 s): premium first, then free doubles
+		p99(0.2), p99(0.2), // healthy: premium first, halfway back to the 1 it was cut from, each step
 		p99(math.NaN()), {}, {}, {}, // no usable signal: hold; 30 s after the last usable one, recover
 	} {
 		now := t0.Add(time.Duration(i) * 10 * time.Second)
@@ -42,10 +42,10 @@ func ExampleLaw_Step() {
 	// t= 20s overloaded premium=1.00 free=0.20 epoch=3
 	// t= 30s overloaded premium=0.90 free=0.20 epoch=4
 	// t= 40s band       premium=0.90 free=0.20 epoch=4
-	// t= 50s healthy    premium=1.00 free=0.20 epoch=5
-	// t= 60s healthy    premium=1.00 free=0.40 epoch=6
-	// t= 70s no_signal  premium=1.00 free=0.40 epoch=6
-	// t= 80s no_signal  premium=1.00 free=0.40 epoch=6
-	// t= 90s no_signal  premium=1.00 free=0.50 epoch=7
-	// t=100s no_signal  premium=1.00 free=0.60 epoch=8
+	// t= 50s healthy    premium=0.95 free=0.20 epoch=5
+	// t= 60s healthy    premium=0.97 free=0.20 epoch=6
+	// t= 70s no_signal  premium=0.97 free=0.20 epoch=6
+	// t= 80s no_signal  premium=0.97 free=0.20 epoch=6
+	// t= 90s no_signal  premium=1.00 free=0.20 epoch=7
+	// t=100s no_signal  premium=1.00 free=0.30 epoch=8
 }

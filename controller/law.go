@@ -80,7 +80,12 @@ type TierState struct {
 	// across all its keys; 0 means unbounded. A cut sets it, an increase
 	// scales it with the multiplier and the ceiling removes it (see
 	// [Law.Step]).
-	Rate         float64
+	Rate float64
+	// Knee is the multiplier the tier had before its last cut, the level
+	// last known to overload the service, while the tier is below it; 0
+	// once it is passed (or when there was no cut). Growth approaches it
+	// by halves (see [Law.Step]).
+	Knee         float64
 	LastAction   Action
 	LastDecrease time.Time // zero until the first decrease
 }
@@ -174,11 +179,20 @@ func (l *Law) Init(now time.Time) State {
 //     that each shows in the signals first, correct both ways; β bounds
 //     each one.
 //   - Healthy (r < 1 − headroom): the most important tier below its ceiling
-//     becomes max(m + α, m × min(growth, (1 − headroom)/r)), never above its
-//     ceiling: deep headroom grows it geometrically (at most by its Growth
-//     per step), near the band it gains α, as additive increase does.
-//   - Recovery after HoldTimeout without a usable signal adds α: with no
-//     reading there is no headroom to size a larger step by.
+//     becomes max(m + α, m × min(growth, room)), never above its ceiling,
+//     where room = (1 − headroom)/r: deep headroom grows it geometrically
+//     (at most by its Growth per step), near the band it gains α, as
+//     additive increase does. But a tier below its Knee, the multiplier it
+//     was last cut from and so the last level known to overload, closes
+//     only part of the distance to it: m + (knee − m) × min(1, room − 1)/2,
+//     half of it with deep headroom, little of it near the band. A service
+//     whose latency stays flat until capacity and then rises steeply reads
+//     as deep headroom just below its knee; growing by the room alone would
+//     jump back over it and oscillate. Approaching by parts lands in the
+//     band instead. Within α/4 of the knee the knee no longer holds the
+//     tier back, and passing it forgets it.
+//   - Recovery after HoldTimeout without a usable signal adds α, knee or
+//     not: with no reading there is no headroom to size a step by.
 //
 // A tier's Rate follows its multiplier. A cut sets it to the tier's
 // measured admitted rate (in.Admitted; or the current cap if that is
@@ -230,12 +244,15 @@ func (l *Law) normalize(st State, now time.Time) State {
 			if old.Name == t.Name {
 				ts.LastDecrease = old.LastDecrease
 				ts.Multiplier = clamp(old.Multiplier, t)
-				ts.Rate = old.Rate
+				ts.Rate, ts.Knee = old.Rate, old.Knee
 				break
 			}
 		}
 		if !(ts.Rate > 0 && ts.Rate <= math.MaxFloat64) || ts.Multiplier == t.Ceiling {
 			ts.Rate = 0
+		}
+		if !(ts.Knee > ts.Multiplier && ts.Knee <= t.Ceiling) {
+			ts.Knee = 0
 		}
 		next.Tiers[i] = ts
 	}
@@ -319,6 +336,7 @@ func (l *Law) decrease(st *State, share float64, admitted map[string]float64, no
 				ts.Multiplier = t.Floor
 			}
 			ts.Rate = cutRate(ts.Rate, admitted[ts.Name], ts.Multiplier/old)
+			ts.Knee = old
 			ts.LastAction = ActionDecrease
 			ts.LastDecrease = now
 			return true
@@ -337,17 +355,24 @@ func cutRate(limit, measured, ratio float64) float64 {
 	return limit * ratio
 }
 
-// increase raises the most important tier below its ceiling to max(m + α,
-// m × min(growth, room)), scales its rate cap alike, and marks it with
-// action. It reports whether it raised one.
+// increase raises the most important tier below its ceiling (see Step for
+// by how much: room is 1 for a recovery), scales its rate cap alike, and
+// marks it with action. It reports whether it raised one.
 func (l *Law) increase(st *State, action Action, room float64) bool {
 	for i := range st.Tiers {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier < t.Ceiling {
 			old := ts.Multiplier
-			ts.Multiplier = math.Max(old+t.Alpha, old*math.Min(t.Growth, room))
+			if gap := ts.Knee - old; action == ActionIncrease && gap > t.Alpha/4 {
+				ts.Multiplier = old + gap*math.Min(1, room-1)/2
+			} else {
+				ts.Multiplier = math.Max(old+t.Alpha, old*math.Min(t.Growth, room))
+			}
 			if ts.Multiplier > t.Ceiling-snap {
 				ts.Multiplier = t.Ceiling
+			}
+			if ts.Multiplier >= ts.Knee {
+				ts.Knee = 0
 			}
 			ts.Rate *= ts.Multiplier / old
 			if ts.Multiplier == t.Ceiling || ts.Rate > math.MaxFloat64 {

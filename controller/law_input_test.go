@@ -175,6 +175,9 @@ func TestStepNeverOutOfBounds(t *testing.T) {
 			if r.IntN(50) == 0 {
 				st.Tiers[r.IntN(len(st.Tiers))].Rate = 100 * randomValue(r)
 			}
+			if r.IntN(50) == 0 {
+				st.Tiers[r.IntN(len(st.Tiers))].Knee = randomValue(r)
+			}
 			in := randomInput(r, now)
 			prev := law.normalize(st, now)
 			st = law.Step(st, in, now)
@@ -193,6 +196,9 @@ func checkInvariants(t *testing.T, i int, law *Law, prev, st State) {
 		}
 		if !(ts.Rate >= 0 && ts.Rate <= math.MaxFloat64) || (ts.Multiplier == tier.Ceiling && ts.Rate != 0) {
 			t.Fatalf("step %d: %s rate cap %v at multiplier %v", i, ts.Name, ts.Rate, ts.Multiplier)
+		}
+		if ts.Knee != 0 && !(ts.Knee > ts.Multiplier && ts.Knee <= tier.Ceiling) {
+			t.Fatalf("step %d: %s knee %v at multiplier %v", i, ts.Name, ts.Knee, ts.Multiplier)
 		}
 		if ts.Multiplier != prev.Tiers[j].Multiplier {
 			moved++

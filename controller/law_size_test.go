@@ -134,7 +134,7 @@ func TestStepSteadyInBandDoesNotMove(t *testing.T) {
 func TestStepRateCapFollowsMultiplier(t *testing.T) {
 	law := mustLaw(t, threeTiers()) // cooldown 10 s, headroom 0.2
 	ov, h := ConditionOverloaded, ConditionHealthy
-	runRateSteps(t, law, state(1, 1, 1), []rateStep{
+	st := runRateSteps(t, law, state(1, 1, 1), []rateStep{
 		// Cut: the measured 400 req/s × 0.8.
 		{step{0, admitted(latency(1.25, 0), 400, 300, 100), []float64{1, 1, 0.8}, hhd, ov, 1}, []float64{0, 0, 320}},
 		// Cut again: the cap (320) is lower than the measured 350 (a 1 m window still full of the uncapped rate).
@@ -144,7 +144,12 @@ func TestStepRateCapFollowsMultiplier(t *testing.T) {
 		{step{30 * s, admitted(latency(4, 30*s), 60, 300, 100), []float64{1, 1, 0.1}, hhd, ov, 4}, []float64{0, 0, 25}},
 		// Free at its floor: the next tier gets its own cap; free's stays.
 		{step{40 * s, admitted(latency(1.25, 40*s), 20, 300, 100), []float64{1, 0.8, 0.1}, hdh, ov, 5}, []float64{0, 240, 25}},
-		// Increases scale the cap by the multiplier's ratio: standard ×1.25 (room 0.8/0.64) is its ceiling: no cap.
+	})
+	// Increases scale the cap by the multiplier's ratio; with the knees
+	// forgotten (they have tests of their own), standard ×1.25 (room
+	// 0.8/0.64) is its ceiling: no cap.
+	st.Tiers[1].Knee, st.Tiers[2].Knee = 0, 0
+	runRateSteps(t, law, st, []rateStep{
 		{step{41 * s, latency(0.64, 41*s), []float64{1, 1, 0.1}, hih, h, 6}, []float64{0, 0, 25}},
 		{step{42 * s, latency(0.79, 42*s), []float64{1, 1, 0.35}, hhi, h, 7}, []float64{0, 0, 87.5}}, // α
 		{step{43 * s, latency(0.4, 43*s), []float64{1, 1, 0.7}, hhi, h, 8}, []float64{0, 0, 175}},    // room 2
@@ -214,5 +219,51 @@ func TestStateStringShowsRateCaps(t *testing.T) {
 	st.Tiers[1].Rate = 120
 	if got, want := st.String(), "premium=1.00 standard=0.50(120.0/s) epoch=0"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// knees lists the knees of st in priority order.
+func knees(st State) []float64 {
+	var k []float64
+	for _, ts := range st.Tiers {
+		k = append(k, ts.Knee)
+	}
+	return k
+}
+
+func TestStepKnee(t *testing.T) {
+	law := mustLaw(t, threeTiers()) // headroom 0.2, free α 0.25, standard α 0.2
+	ov, h, ns := ConditionOverloaded, ConditionHealthy, ConditionNoSignal
+	withKnee := func(free, knee float64) State {
+		st := state(1, 1, free)
+		st.Tiers[2].Knee = knee
+		return st
+	}
+	cases := []struct {
+		name  string
+		st    State
+		c     step
+		knees []float64
+	}{
+		{"a cut sets it", state(1, 1, 0.8), step{0, latency(2, 0), []float64{1, 1, 0.4}, hhd, ov, 1}, []float64{0, 0, 0.8}},
+		{"a cut lowers it", withKnee(0.5, 0.9), step{0, latency(1.25, 0), []float64{1, 1, 0.4}, hhd, ov, 1}, []float64{0, 0, 0.5}},
+		{"deep headroom: halfway", withKnee(0.2, 0.8), step{0, latency(0.1, 0), []float64{1, 1, 0.5}, hhi, h, 1}, []float64{0, 0, 0.8}},
+		{"room 1.5: a quarter", withKnee(0.2, 0.8), step{0, latency(0.8/1.5, 0), []float64{1, 1, 0.35}, hhi, h, 1}, []float64{0, 0, 0.8}},
+		{"near the band: little, less than α", withKnee(0.2, 0.8), step{0, latency(0.79, 0), []float64{1, 1, 0.2 + 0.6*(0.8/0.79-1)/2}, hhi, h, 1}, []float64{0, 0, 0.8}},
+		{"within α/4 it no longer holds", withKnee(0.7, 0.76), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
+		{"passed, forgotten", withKnee(0.7, 0.76), step{0, latency(0.1, 0), []float64{1, 1, 1}, hhi, h, 1}, []float64{0, 0, 0}},
+		{"recovery ignores it", withKnee(0.2, 0.8), step{30 * s, Input{}, []float64{1, 1, 0.45}, hhr, ns, 1}, []float64{0, 0, 0.8}},
+		{"the band keeps it", withKnee(0.2, 0.8), step{0, latency(0.9, 0), []float64{1, 1, 0.2}, hhh, ConditionBand, 0}, []float64{0, 0, 0.8}},
+		{"not above the multiplier: none", withKnee(0.5, 0.5), step{0, latency(0.9, 0), []float64{1, 1, 0.5}, hhh, ConditionBand, 0}, []float64{0, 0, 0}},
+		{"above the ceiling: none", withKnee(0.5, 1.5), step{0, latency(0.9, 0), []float64{1, 1, 0.5}, hhh, ConditionBand, 0}, []float64{0, 0, 0}},
+		{"NaN: none", withKnee(0.5, math.NaN()), step{0, latency(0.9, 0), []float64{1, 1, 0.5}, hhh, ConditionBand, 0}, []float64{0, 0, 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := runSteps(t, law, c.st, []step{c.c})
+			if got := knees(st); !near(got, c.knees) {
+				t.Fatalf("knees %v, want %v", got, c.knees)
+			}
+		})
 	}
 }

@@ -171,6 +171,9 @@ func TestStepPriorityTiesBrokenByName(t *testing.T) {
 	if want := []string{"beta", "alpha", "zeta", ""}; !slices.Equal(cut, want) {
 		t.Fatalf("cut order %v, want %v (lowest priority first, ties: later name first)", cut, want)
 	}
+	for i := range st.Tiers {
+		st.Tiers[i].Knee = 0 // each would be approached in parts, over more steps
+	}
 	var raised []string
 	for i := range 4 {
 		d := time.Duration(10+i) * s
@@ -248,14 +251,14 @@ func TestStepCooldownBetweenDecreasesOnly(t *testing.T) {
 		{5 * s, latency(2, 5*s), []float64{1, 1, 0.5}, hhh, ov, 1},
 		{9999 * time.Millisecond, latency(2, 9*s), []float64{1, 1, 0.5}, hhh, ov, 1},
 		{10 * s, latency(2, 10*s), []float64{1, 1, 0.25}, hhd, ov, 2},
-		// Increases have no cool-down: one right after a cut.
-		{11 * s, latency(0.75, 11*s), []float64{1, 1, 0.5}, hhi, h, 3},
-		{12 * s, latency(0.75, 12*s), []float64{1, 1, 0.75}, hhi, h, 4},
+		// Increases have no cool-down: one right after a cut (halfway back to the 0.5 it was cut from).
+		{11 * s, latency(0.1, 11*s), []float64{1, 1, 0.375}, hhi, h, 3},
+		{12 * s, latency(0.1, 12*s), []float64{1, 1, 0.4375}, hhi, h, 4},
 		// The cool-down counts from the last cut (t0+10 s), whatever happened since.
-		{13 * s, latency(2, 13*s), []float64{1, 1, 0.75}, hhh, ov, 4},
-		{20 * s, latency(2, 20*s), []float64{1, 1, 0.375}, hhd, ov, 5},
+		{13 * s, latency(2, 13*s), []float64{1, 1, 0.4375}, hhh, ov, 4},
+		{20 * s, latency(2, 20*s), []float64{1, 1, 0.21875}, hhd, ov, 5},
 		// A clock that steps backwards never allows an early cut.
-		{15 * s, latency(2, 15*s), []float64{1, 1, 0.375}, hhh, ov, 5},
+		{15 * s, latency(2, 15*s), []float64{1, 1, 0.21875}, hhh, ov, 5},
 	})
 }
 
