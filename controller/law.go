@@ -36,7 +36,7 @@ type Action int
 const (
 	ActionHold     Action = iota // multiplier unchanged
 	ActionDecrease               // cut in proportion to the overload, by β at most (overloaded)
-	ActionIncrease               // raised by α or more with headroom (healthy)
+	ActionIncrease               // raised as far as the headroom allows (healthy)
 	ActionRecover                // raised by α after HoldTimeout without signal
 )
 

@@ -33,8 +33,9 @@ type Tier struct {
 	// are shed first. Ties are broken by Name (earlier name = more
 	// important). Must not be negative.
 	Priority int
-	// Alpha is the least increase per healthy step and the increase per
-	// recovery step, in (0, 1].
+	// Alpha is the increase per recovery step and the least increase per
+	// healthy step, except below the multiplier the tier was last cut from,
+	// which it approaches in smaller parts (see [Law.Step]); in (0, 1].
 	// 0 means DefaultAlpha.
 	Alpha float64
 	// Beta bounds the multiplicative decrease per overloaded step, in
@@ -45,7 +46,8 @@ type Tier struct {
 	// the multiplier when the signals are far below the band (see
 	// [Law.Step]); it is at least 1 and finite, and 1 leaves the increase
 	// additive (α only). 0 means DefaultGrowth, which brings a tier from
-	// 0.1 back to 1 in four periods of deep headroom.
+	// 0.1 back to 1 in four periods of deep headroom (when no cut from
+	// above 0.1 holds it back).
 	Growth float64
 	// Floor is the lowest multiplier, in (0, Ceiling]. 0 means
 	// min(DefaultFloor, Ceiling). A multiplicative decrease never reaches
