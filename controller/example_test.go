@@ -27,9 +27,9 @@ func ExampleLaw_Step() {
 	}
 	st := law.Init(t0)
 	for i, in := range []controller.Input{
-		p99(0.9), p99(0.9), p99(0.9), p99(0.9), // overloaded: free to its floor, then premium
+		p99(0.9), p99(0.9), p99(0.9), p99(0.9), // overloaded by 1.8×: free cut by 1/1.8 to its floor, then premium
 		p99(0.48),          // in the hysteresis band: hold
-		p99(0.2), p99(0.2), // healthy: premium first
+		p99(0.2), p99(0.2), // healthy: premium first, halfway back to the 1 it was cut from, each step
 		p99(math.NaN()), {}, {}, {}, // no usable signal: hold; 30 s after the last usable one, recover
 	} {
 		now := t0.Add(time.Duration(i) * 10 * time.Second)
@@ -37,17 +37,17 @@ func ExampleLaw_Step() {
 		fmt.Printf("t=%3.0fs %-10v %v\n", now.Sub(t0).Seconds(), st.Condition, st)
 	}
 	// Output:
-	// t=  0s overloaded premium=1.00 free=0.50 epoch=1
-	// t= 10s overloaded premium=1.00 free=0.25 epoch=2
+	// t=  0s overloaded premium=1.00 free=0.56 epoch=1
+	// t= 10s overloaded premium=1.00 free=0.31 epoch=2
 	// t= 20s overloaded premium=1.00 free=0.20 epoch=3
 	// t= 30s overloaded premium=0.90 free=0.20 epoch=4
 	// t= 40s band       premium=0.90 free=0.20 epoch=4
-	// t= 50s healthy    premium=1.00 free=0.20 epoch=5
-	// t= 60s healthy    premium=1.00 free=0.30 epoch=6
-	// t= 70s no_signal  premium=1.00 free=0.30 epoch=6
-	// t= 80s no_signal  premium=1.00 free=0.30 epoch=6
-	// t= 90s no_signal  premium=1.00 free=0.40 epoch=7
-	// t=100s no_signal  premium=1.00 free=0.50 epoch=8
+	// t= 50s healthy    premium=0.95 free=0.20 epoch=5
+	// t= 60s healthy    premium=0.97 free=0.20 epoch=6
+	// t= 70s no_signal  premium=0.97 free=0.20 epoch=6
+	// t= 80s no_signal  premium=0.97 free=0.20 epoch=6
+	// t= 90s no_signal  premium=1.00 free=0.20 epoch=7
+	// t=100s no_signal  premium=1.00 free=0.30 epoch=8
 }
 
 // A surge behind an upstream with a 20 ms service time: the latency of the

@@ -22,6 +22,11 @@ type Signal struct {
 // Input is everything the law reads in one step.
 type Input struct {
 	Signals []Signal
+	// Admitted is the measured admitted rate of each tier, in requests per
+	// second over the source's window, keyed by tier name. A tier that is
+	// absent, or whose rate is not finite and positive, is unknown: a cut of
+	// it then sets no new rate cap (it still scales one already set).
+	Admitted map[string]float64
 }
 
 // Action is what a step did to one tier.
@@ -30,8 +35,8 @@ type Action int
 // The actions of a step. The zero value is ActionHold.
 const (
 	ActionHold     Action = iota // multiplier unchanged
-	ActionDecrease               // cut by β (overloaded)
-	ActionIncrease               // raised by α (healthy)
+	ActionDecrease               // cut in proportion to the overload, by β at most (overloaded)
+	ActionIncrease               // raised as far as the headroom allows (healthy)
 	ActionRecover                // raised by α after HoldTimeout without signal
 )
 
@@ -69,8 +74,18 @@ func (c Condition) String() string {
 
 // TierState is one tier's part of the [State].
 type TierState struct {
-	Name         string
-	Multiplier   float64
+	Name       string
+	Multiplier float64
+	// Rate caps the tier's aggregate admitted rate, in requests per second
+	// across all its keys; 0 means unbounded. A cut sets it, an increase
+	// scales it with the multiplier and the ceiling removes it (see
+	// [Law.Step]).
+	Rate float64
+	// Knee is the multiplier the tier had before its last cut, the level
+	// last known to overload the service, while the tier is below it; 0
+	// once it is passed (or when there was no cut). Growth approaches it
+	// by halves (see [Law.Step]).
+	Knee         float64
 	LastAction   Action
 	LastDecrease time.Time // zero until the first decrease
 }
@@ -101,12 +116,17 @@ func (s State) Multiplier(tier string) (float64, bool) {
 	return 0, false
 }
 
-// String formats the multipliers in priority order and the epoch, e.g.
-// "premium=1.00 free=0.50 epoch=1".
+// String formats the multipliers in priority order, each followed by its
+// rate cap if it has one, and the epoch, e.g.
+// "premium=1.00 free=0.50(120.0/s) epoch=1".
 func (s State) String() string {
 	var b strings.Builder
 	for _, t := range s.Tiers {
-		fmt.Fprintf(&b, "%s=%.2f ", t.Name, t.Multiplier)
+		fmt.Fprintf(&b, "%s=%.2f", t.Name, t.Multiplier)
+		if t.Rate > 0 {
+			fmt.Fprintf(&b, "(%.1f/s)", t.Rate)
+		}
+		b.WriteByte(' ')
 	}
 	fmt.Fprintf(&b, "epoch=%d", s.Epoch)
 	return b.String()
@@ -146,22 +166,62 @@ func (l *Law) Init(now time.Time) State {
 }
 
 // Step runs the law once: it reads in at now and returns the next state.
+//
+// The worst usable signal, as a ratio r = value / target, sizes each move:
+//
+//   - Overloaded (r > 1): the least important tier above its floor is
+//     multiplied by max(β, 1/r), never below its floor: a small overshoot
+//     gives a small cut, a large one β. 1/r is the cut that would bring a
+//     signal proportional to load back to its target if this tier carried
+//     all the load. Past capacity latency and errors rise faster than load,
+//     which makes 1/r deeper than the load's excess; a tier carrying only
+//     part of the load makes it shallower. Later cuts, one per cool-down so
+//     that each shows in the signals first, correct both ways; β bounds
+//     each one.
+//   - Healthy (r < 1 − headroom): the most important tier below its ceiling
+//     becomes max(m + α, m × min(growth, room)), never above its ceiling,
+//     where room = (1 − headroom)/r: deep headroom grows it geometrically
+//     (at most by its Growth per step), near the band it gains α, as
+//     additive increase does. But a tier below its Knee, the multiplier it
+//     was last cut from and so the last level known to overload, closes
+//     only part of the distance to it: m + (knee − m) × min(1, room − 1)/2,
+//     half of it with deep headroom, little of it near the band. A service
+//     whose latency stays flat until capacity and then rises steeply reads
+//     as deep headroom just below its knee; growing by the room alone would
+//     jump back over it and oscillate. Approaching by parts lands in the
+//     band instead. Within α/4 of the knee the knee no longer holds the
+//     tier back, and passing it forgets it.
+//   - Recovery after HoldTimeout without a usable signal adds α, knee or
+//     not: with no reading there is no headroom to size a step by.
+//
+// A tier's Rate follows its multiplier. A cut sets it to the tier's
+// measured admitted rate (in.Admitted; or the current cap if that is
+// lower or the rate is unknown) times the multiplier's change m'/m, so the
+// tier as a whole, however many keys share it, admits what the cut meant.
+// An increase scales the cap by the same ratio as the multiplier, and the
+// cap is removed (0) when the multiplier is back at its ceiling. Without a
+// measurement and without a cap, a cut sets no cap.
 func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
 	next.At = now
-	next.Condition = l.assess(in, now)
-	if next.Condition != ConditionNoSignal {
+	cond, worst := l.assess(in, now)
+	next.Condition = cond
+	if cond != ConditionNoSignal {
 		next.LastValid = now
 	}
 	changed := false
-	switch next.Condition {
+	switch cond {
 	case ConditionOverloaded:
-		changed = l.decrease(&next, now)
+		changed = l.decrease(&next, 1/worst, in.Admitted, now)
 	case ConditionHealthy:
-		changed = l.increase(&next, ActionIncrease)
+		room := math.Inf(1) // a signal at or below 0 leaves all the room there is
+		if worst > 0 {
+			room = (1 - l.s.Headroom) / worst
+		}
+		changed = l.increase(&next, ActionIncrease, room)
 	case ConditionNoSignal:
 		if now.Sub(next.LastValid) >= l.s.HoldTimeout {
-			changed = l.increase(&next, ActionRecover)
+			changed = l.increase(&next, ActionRecover, 1)
 		}
 	}
 	if changed {
@@ -172,8 +232,9 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 
 // normalize copies st onto the law's tiers, in priority order: unknown
 // tiers are dropped, missing ones start at their ceiling, multipliers are
-// clamped into [floor, ceiling] (NaN becomes the ceiling) and every
-// action is reset to hold.
+// clamped into [floor, ceiling] (NaN becomes the ceiling), rate caps that
+// are not finite and positive, or whose tier is at its ceiling, are
+// removed, and every action is reset to hold.
 func (l *Law) normalize(st State, now time.Time) State {
 	next := st
 	next.Tiers = make([]TierState, len(l.tiers))
@@ -183,8 +244,15 @@ func (l *Law) normalize(st State, now time.Time) State {
 			if old.Name == t.Name {
 				ts.LastDecrease = old.LastDecrease
 				ts.Multiplier = clamp(old.Multiplier, t)
+				ts.Rate, ts.Knee = old.Rate, old.Knee
 				break
 			}
+		}
+		if !(ts.Rate > 0 && ts.Rate <= math.MaxFloat64) || ts.Multiplier == t.Ceiling {
+			ts.Rate = 0
+		}
+		if !(ts.Knee > ts.Multiplier && ts.Knee <= t.Ceiling) {
+			ts.Knee = 0
 		}
 		next.Tiers[i] = ts
 	}
@@ -221,14 +289,17 @@ func (l *Law) Usable(s Signal, now time.Time) bool {
 	return true
 }
 
-// assess reads the usable signals.
-func (l *Law) assess(in Input, now time.Time) Condition {
+// assess reads the usable signals: the condition, and the worst ratio of a
+// value to its target (−Inf when none is usable; never NaN).
+func (l *Law) assess(in Input, now time.Time) (Condition, float64) {
 	usable, over, healthy := false, false, true
+	worst := math.Inf(-1)
 	for _, s := range in.Signals {
 		if !l.Usable(s, now) {
 			continue
 		}
 		usable = true
+		worst = math.Max(worst, s.Value/s.Target)
 		if s.Value > s.Target {
 			over = true
 		}
@@ -238,18 +309,19 @@ func (l *Law) assess(in Input, now time.Time) Condition {
 	}
 	switch {
 	case !usable:
-		return ConditionNoSignal
+		return ConditionNoSignal, worst
 	case over:
-		return ConditionOverloaded
+		return ConditionOverloaded, worst
 	case healthy:
-		return ConditionHealthy
+		return ConditionHealthy, worst
 	}
-	return ConditionBand
+	return ConditionBand, worst
 }
 
-// decrease cuts the least important tier above its floor, unless a cut
-// happened less than Cooldown ago. It reports whether it cut.
-func (l *Law) decrease(st *State, now time.Time) bool {
+// decrease cuts the least important tier above its floor by max(β,
+// share), unless a cut happened less than Cooldown ago, and sets its rate
+// cap from admitted. It reports whether it cut.
+func (l *Law) decrease(st *State, share float64, admitted map[string]float64, now time.Time) bool {
 	for _, ts := range st.Tiers {
 		if !ts.LastDecrease.IsZero() && now.Sub(ts.LastDecrease) < l.s.Cooldown {
 			return false
@@ -258,10 +330,13 @@ func (l *Law) decrease(st *State, now time.Time) bool {
 	for i := len(st.Tiers) - 1; i >= 0; i-- {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier > t.Floor {
-			ts.Multiplier = ts.Multiplier * t.Beta
+			old := ts.Multiplier
+			ts.Multiplier = old * math.Max(t.Beta, share)
 			if ts.Multiplier < t.Floor+snap {
 				ts.Multiplier = t.Floor
 			}
+			ts.Rate = cutRate(ts.Rate, admitted[ts.Name], ts.Multiplier/old)
+			ts.Knee = old
 			ts.LastAction = ActionDecrease
 			ts.LastDecrease = now
 			return true
@@ -270,15 +345,38 @@ func (l *Law) decrease(st *State, now time.Time) bool {
 	return false
 }
 
-// increase raises the most important tier below its ceiling by its α and
+// cutRate is the rate cap after a cut by ratio: the lower of the current
+// cap and the measured rate, each only if known (positive and finite),
+// times ratio; 0 (no cap) when neither is known.
+func cutRate(limit, measured, ratio float64) float64 {
+	if measured > 0 && measured <= math.MaxFloat64 && (limit == 0 || measured < limit) {
+		limit = measured
+	}
+	return limit * ratio
+}
+
+// increase raises the most important tier below its ceiling (see Step for
+// by how much: room is 1 for a recovery), scales its rate cap alike, and
 // marks it with action. It reports whether it raised one.
-func (l *Law) increase(st *State, action Action) bool {
+func (l *Law) increase(st *State, action Action, room float64) bool {
 	for i := range st.Tiers {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier < t.Ceiling {
-			ts.Multiplier += t.Alpha
+			old := ts.Multiplier
+			if gap := ts.Knee - old; action == ActionIncrease && gap > t.Alpha/4 {
+				ts.Multiplier = old + gap*math.Min(1, room-1)/2
+			} else {
+				ts.Multiplier = math.Max(old+t.Alpha, old*math.Min(t.Growth, room))
+			}
 			if ts.Multiplier > t.Ceiling-snap {
 				ts.Multiplier = t.Ceiling
+			}
+			if ts.Multiplier >= ts.Knee {
+				ts.Knee = 0
+			}
+			ts.Rate *= ts.Multiplier / old
+			if ts.Multiplier == t.Ceiling || ts.Rate > math.MaxFloat64 {
+				ts.Rate = 0 // at the ceiling, or a cap too large to bound anything
 			}
 			ts.LastAction = action
 			return true

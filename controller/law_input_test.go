@@ -153,6 +153,9 @@ func randomInput(r *rand.Rand, now time.Time) Input {
 		in.Signals[i] = Signal{Name: "s", Value: randomValue(r), Target: randomValue(r),
 			Valid: r.IntN(5) > 0, At: now.Add(time.Duration(r.IntN(40)-30) * s)}
 	}
+	if r.IntN(2) == 0 {
+		in.Admitted = map[string]float64{"free": 100 * randomValue(r), "standard": randomValue(r), "only": randomValue(r)}
+	}
 	return in
 }
 
@@ -168,6 +171,12 @@ func TestStepNeverOutOfBounds(t *testing.T) {
 			now = now.Add(time.Duration(r.IntN(25)-5) * s)
 			if r.IntN(50) == 0 {
 				st.Tiers[r.IntN(len(st.Tiers))].Multiplier = randomValue(r)
+			}
+			if r.IntN(50) == 0 {
+				st.Tiers[r.IntN(len(st.Tiers))].Rate = 100 * randomValue(r)
+			}
+			if r.IntN(50) == 0 {
+				st.Tiers[r.IntN(len(st.Tiers))].Knee = randomValue(r)
 			}
 			in := randomInput(r, now)
 			prev := law.normalize(st, now)
@@ -185,8 +194,16 @@ func checkInvariants(t *testing.T, i int, law *Law, prev, st State) {
 		if math.IsNaN(ts.Multiplier) || ts.Multiplier < tier.Floor || ts.Multiplier > tier.Ceiling {
 			t.Fatalf("step %d: %s = %v outside [%v, %v]", i, ts.Name, ts.Multiplier, tier.Floor, tier.Ceiling)
 		}
+		if !(ts.Rate >= 0 && ts.Rate <= math.MaxFloat64) || (ts.Multiplier == tier.Ceiling && ts.Rate != 0) {
+			t.Fatalf("step %d: %s rate cap %v at multiplier %v", i, ts.Name, ts.Rate, ts.Multiplier)
+		}
+		if ts.Knee != 0 && !(ts.Knee > ts.Multiplier && ts.Knee <= tier.Ceiling) {
+			t.Fatalf("step %d: %s knee %v at multiplier %v", i, ts.Name, ts.Knee, ts.Multiplier)
+		}
 		if ts.Multiplier != prev.Tiers[j].Multiplier {
 			moved++
+		} else if ts.Rate != prev.Tiers[j].Rate {
+			t.Fatalf("step %d: %s rate cap moved %v → %v without its multiplier", i, ts.Name, prev.Tiers[j].Rate, ts.Rate)
 		}
 		if ts.Multiplier < prev.Tiers[j].Multiplier && st.Condition != ConditionOverloaded {
 			t.Fatalf("step %d: %s cut while %v", i, ts.Name, st.Condition)

@@ -84,7 +84,7 @@ func runSteps(t *testing.T, law *Law, st State, steps []step) State {
 }
 
 func near(a, b []float64) bool {
-	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) < 1e-12 })
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Abs(x-y) < 1e-9 })
 }
 
 const (
@@ -117,9 +117,11 @@ func TestStepSustainedOverloadCutsLowestTierToFloorFirst(t *testing.T) {
 	})
 }
 
+// Near the band (0.79 against a band edge of 0.8) the room is a factor of
+// 1.013, less than α: the increase is additive.
 func TestStepHealthyRaisesHighestPriorityFirstUpToCeiling(t *testing.T) {
 	law := mustLaw(t, threeTiers())
-	ok := func(d time.Duration) Input { return latency(0.5, d) }
+	ok := func(d time.Duration) Input { return latency(0.79, d) }
 	h := ConditionHealthy
 	runSteps(t, law, state(0.5, 0.3, 0.1), []step{
 		{5 * s, ok(5 * s), []float64{0.625, 0.3, 0.1}, ihh, h, 1},
@@ -168,6 +170,9 @@ func TestStepPriorityTiesBrokenByName(t *testing.T) {
 	}
 	if want := []string{"beta", "alpha", "zeta", ""}; !slices.Equal(cut, want) {
 		t.Fatalf("cut order %v, want %v (lowest priority first, ties: later name first)", cut, want)
+	}
+	for i := range st.Tiers {
+		st.Tiers[i].Knee = 0 // each would be approached in parts, over more steps
 	}
 	var raised []string
 	for i := range 4 {
@@ -219,12 +224,13 @@ func TestStepHysteresisBand(t *testing.T) {
 		{"at band edge", latency(0.8, 0), 0.5, ConditionBand},
 		{"inside band", latency(0.9, 0), 0.5, ConditionBand},
 		{"just below band", latency(0.79, 0), 0.75, ConditionHealthy},
-		{"just above target", latency(1.01, 0), 0.25, ConditionOverloaded},
+		{"just above target", latency(1.01, 0), 0.5 / 1.01, ConditionOverloaded},
 		{"+Inf value is overload", latency(math.Inf(1), 0), 0.25, ConditionOverloaded},
 		{"healthy and band", two(0.1, 0.009), 0.5, ConditionBand},
 		{"healthy and over", two(0.1, 0.02), 0.25, ConditionOverloaded},
-		{"both healthy", two(0.1, 0.001), 0.75, ConditionHealthy},
-		{"healthy and unusable", two(0.1, math.NaN()), 0.75, ConditionHealthy},
+		{"both healthy", two(0.1, 0.001), 1, ConditionHealthy},
+		{"healthy and unusable", two(0.1, math.NaN()), 1, ConditionHealthy},
+		{"worst healthy sizes the growth", two(0.5, 0.001), 0.8, ConditionHealthy},
 		{"over and unusable", two(math.NaN(), 0.5), 0.25, ConditionOverloaded},
 	}
 	for _, c := range cases {
@@ -245,14 +251,14 @@ func TestStepCooldownBetweenDecreasesOnly(t *testing.T) {
 		{5 * s, latency(2, 5*s), []float64{1, 1, 0.5}, hhh, ov, 1},
 		{9999 * time.Millisecond, latency(2, 9*s), []float64{1, 1, 0.5}, hhh, ov, 1},
 		{10 * s, latency(2, 10*s), []float64{1, 1, 0.25}, hhd, ov, 2},
-		// Increases have no cool-down: one right after a cut.
-		{11 * s, latency(0.1, 11*s), []float64{1, 1, 0.5}, hhi, h, 3},
-		{12 * s, latency(0.1, 12*s), []float64{1, 1, 0.75}, hhi, h, 4},
+		// Increases have no cool-down: one right after a cut (halfway back to the 0.5 it was cut from).
+		{11 * s, latency(0.1, 11*s), []float64{1, 1, 0.375}, hhi, h, 3},
+		{12 * s, latency(0.1, 12*s), []float64{1, 1, 0.4375}, hhi, h, 4},
 		// The cool-down counts from the last cut (t0+10 s), whatever happened since.
-		{13 * s, latency(2, 13*s), []float64{1, 1, 0.75}, hhh, ov, 4},
-		{20 * s, latency(2, 20*s), []float64{1, 1, 0.375}, hhd, ov, 5},
+		{13 * s, latency(2, 13*s), []float64{1, 1, 0.4375}, hhh, ov, 4},
+		{20 * s, latency(2, 20*s), []float64{1, 1, 0.21875}, hhd, ov, 5},
 		// A clock that steps backwards never allows an early cut.
-		{15 * s, latency(2, 15*s), []float64{1, 1, 0.375}, hhh, ov, 5},
+		{15 * s, latency(2, 15*s), []float64{1, 1, 0.21875}, hhh, ov, 5},
 	})
 }
 

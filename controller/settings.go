@@ -19,6 +19,7 @@ const (
 	DefaultHoldTimeout = 30 * time.Second
 	DefaultAlpha       = 0.1
 	DefaultBeta        = 0.5
+	DefaultGrowth      = 2.0
 	DefaultFloor       = 0.05
 	DefaultCeiling     = 1.0
 )
@@ -32,12 +33,22 @@ type Tier struct {
 	// are shed first. Ties are broken by Name (earlier name = more
 	// important). Must not be negative.
 	Priority int
-	// Alpha is the additive increase per healthy step, in (0, 1].
+	// Alpha is the increase per recovery step and the least increase per
+	// healthy step, except below the multiplier the tier was last cut from,
+	// which it approaches in smaller parts (see [Law.Step]); in (0, 1].
 	// 0 means DefaultAlpha.
 	Alpha float64
-	// Beta is the multiplicative decrease per overloaded step, in (0, 1).
-	// 0 means DefaultBeta.
+	// Beta bounds the multiplicative decrease per overloaded step, in
+	// (0, 1): a cut is in proportion to the overload but never deeper
+	// than β. 0 means DefaultBeta.
 	Beta float64
+	// Growth is the largest factor by which one healthy step multiplies
+	// the multiplier when the signals are far below the band (see
+	// [Law.Step]); it is at least 1 and finite, and 1 leaves the increase
+	// additive (α only). 0 means DefaultGrowth, which brings a tier from
+	// 0.1 back to 1 in four periods of deep headroom (when no cut from
+	// above 0.1 holds it back).
+	Growth float64
 	// Floor is the lowest multiplier, in (0, Ceiling]. 0 means
 	// min(DefaultFloor, Ceiling). A multiplicative decrease never reaches
 	// 0, so "shed almost all" is a small positive floor.
@@ -109,6 +120,9 @@ func (t Tier) withDefaults() Tier {
 	if t.Beta == 0 {
 		t.Beta = DefaultBeta
 	}
+	if t.Growth == 0 {
+		t.Growth = DefaultGrowth
+	}
 	if t.Ceiling == 0 {
 		t.Ceiling = DefaultCeiling
 	}
@@ -173,6 +187,9 @@ func (t Tier) validate(field string) []error {
 	}
 	if !(t.Beta > 0 && t.Beta < 1) {
 		errs = append(errs, invalid(field+".beta", t.Beta, "must be in (0, 1)"))
+	}
+	if !(t.Growth >= 1 && t.Growth <= math.MaxFloat64) {
+		errs = append(errs, invalid(field+".growth", t.Growth, "must be at least 1 and finite"))
 	}
 	if !(t.Ceiling > 0 && t.Ceiling <= 1) {
 		errs = append(errs, invalid(field+".ceiling", t.Ceiling, "must be in (0, 1]"))

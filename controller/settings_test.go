@@ -19,8 +19,8 @@ func TestSettingsDefaults(t *testing.T) {
 		got.StaleAfter != want.StaleAfter || got.Period != want.Period || got.Jitter != want.Jitter {
 		t.Fatalf("defaults: got %+v, want %+v", got, want)
 	}
-	free := Tier{Name: "free", Alpha: DefaultAlpha, Beta: DefaultBeta, Floor: DefaultFloor, Ceiling: DefaultCeiling}
-	tiny := Tier{Name: "tiny", Alpha: DefaultAlpha, Beta: DefaultBeta, Floor: 0.01, Ceiling: 0.01}
+	free := Tier{Name: "free", Alpha: DefaultAlpha, Beta: DefaultBeta, Growth: DefaultGrowth, Floor: DefaultFloor, Ceiling: DefaultCeiling}
+	tiny := Tier{Name: "tiny", Alpha: DefaultAlpha, Beta: DefaultBeta, Growth: DefaultGrowth, Floor: 0.01, Ceiling: 0.01}
 	if got.Tiers[0] != free || got.Tiers[1] != tiny {
 		t.Fatalf("tier defaults: got %+v, want %+v and %+v", got.Tiers, free, tiny)
 	}
@@ -54,6 +54,10 @@ func TestSettingsValidate(t *testing.T) {
 		{"alpha > 1", Settings{Tiers: []Tier{{Name: "a", Alpha: 2}}}, "tiers[0].alpha = 2: must be in (0, 1]"},
 		{"beta 1", Settings{Tiers: []Tier{{Name: "a", Beta: 1}}}, "tiers[0].beta = 1: must be in (0, 1)"},
 		{"negative beta", Settings{Tiers: []Tier{{Name: "a", Beta: -0.5}}}, "tiers[0].beta = -0.5"},
+		{"growth < 1", Settings{Tiers: []Tier{{Name: "a", Growth: 0.5}}}, "tiers[0].growth = 0.5: must be at least 1 and finite"},
+		{"negative growth", Settings{Tiers: []Tier{{Name: "a", Growth: -2}}}, "tiers[0].growth = -2"},
+		{"Inf growth", Settings{Tiers: []Tier{{Name: "a", Growth: math.Inf(1)}}}, "tiers[0].growth = +Inf"},
+		{"NaN growth", Settings{Tiers: []Tier{{Name: "a", Growth: nan}}}, "tiers[0].growth = NaN"},
 		{"ceiling > 1", Settings{Tiers: []Tier{{Name: "a", Ceiling: 1.5}}}, "tiers[0].ceiling = 1.5: must be in (0, 1]"},
 		{"Inf ceiling", Settings{Tiers: []Tier{{Name: "a", Ceiling: math.Inf(1)}}}, "tiers[0].ceiling = +Inf"},
 		{"floor > ceiling", Settings{Tiers: []Tier{{Name: "a", Floor: 0.8, Ceiling: 0.5}}}, "tiers[0].floor = 0.8: must be in (0, ceiling 0.5]"},
@@ -85,6 +89,9 @@ func TestSettingsValidateReportsEveryField(t *testing.T) {
 	}
 	if err := (Settings{Tiers: []Tier{{Name: "pinned", Floor: 0.5, Ceiling: 0.5}}}).Validate(); err != nil {
 		t.Errorf("floor == ceiling (a pinned tier) refused: %v", err)
+	}
+	if err := (Settings{Tiers: []Tier{{Name: "additive", Growth: 1}}}).Validate(); err != nil {
+		t.Errorf("growth 1 (additive increase only) refused: %v", err)
 	}
 }
 

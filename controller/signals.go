@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 
 	"github.com/throttledhq/throttled/signals"
 )
@@ -11,6 +12,8 @@ import (
 // "saturation"). Validity travels with each value, so a read that failed
 // for one signal is not an error: the law still sees the others, and holds
 // on the invalid ones. (The source's metrics record why a value failed.)
+// Valid admitted rates become Input.Admitted (a copy); invalid ones leave
+// it nil, every tier's rate unknown.
 func FromSignals(src signals.Source, targets map[signals.Kind]float64) Source {
 	return signalSource{src: src, targets: targets}
 }
@@ -30,6 +33,9 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 		}
 		v := sig.Get(k)
 		in.Signals = append(in.Signals, Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
+	}
+	if sig.Admitted.Valid {
+		in.Admitted = maps.Clone(sig.Admitted.ByTier)
 	}
 	return in, nil
 }

@@ -18,6 +18,7 @@ func (p partialSource) Read(context.Context) (signals.Signals, error) {
 		Latency:    signals.Value{V: 2, At: p.at, Valid: true},
 		ErrorRatio: signals.Value{V: math.NaN(), At: p.at, Reason: signals.QueryError},
 		Saturation: signals.Value{V: 0.5, At: p.at, Valid: true},
+		Admitted:   signals.Rates{ByTier: map[string]float64{"free": 120, "premium": 0}, At: p.at, Valid: true},
 	}, errors.New("error ratio: query failed")
 }
 
@@ -39,9 +40,38 @@ func TestFromSignalsKeepsValidSignals(t *testing.T) {
 	if errs.Name != "error_ratio" || errs.Valid || !math.IsNaN(errs.Value) {
 		t.Fatalf("error ratio %+v, want invalid NaN", errs)
 	}
+	if len(in.Admitted) != 2 || in.Admitted["free"] != 120 || in.Admitted["premium"] != 0 {
+		t.Fatalf("admitted %v, want free 120, premium 0", in.Admitted)
+	}
 	law := mustLaw(t, Settings{Tiers: threeTiers().Tiers})
 	st := law.Step(law.Init(t0), in, t0)
 	if m, _ := st.Multiplier("free"); m >= 1 {
 		t.Fatalf("free at %v: the valid latency (4× its target) was ignored", m)
+	}
+	if st.Tiers[2].Rate != 60 {
+		t.Fatalf("free rate cap %v, want the measured 120 × 0.5", st.Tiers[2].Rate)
+	}
+}
+
+// rateSource answers fixed admitted rates.
+type rateSource struct{ r signals.Rates }
+
+func (s rateSource) Read(context.Context) (signals.Signals, error) {
+	return signals.Signals{Admitted: s.r}, nil
+}
+
+func TestFromSignalsAdmitted(t *testing.T) {
+	by := map[string]float64{"free": 3}
+	in, _ := FromSignals(rateSource{signals.Rates{ByTier: by, Valid: true}}, nil).Read(context.Background())
+	if len(in.Admitted) != 1 || in.Admitted["free"] != 3 {
+		t.Fatalf("admitted %v, want free 3", in.Admitted)
+	}
+	in.Admitted["free"] = 9
+	if by["free"] != 3 {
+		t.Fatal("Input.Admitted shares the source's map")
+	}
+	invalid := signals.Rates{ByTier: by, Reason: signals.Stale}
+	if in, _ := FromSignals(rateSource{invalid}, nil).Read(context.Background()); in.Admitted != nil {
+		t.Fatalf("invalid rates became %v, want nil", in.Admitted)
 	}
 }

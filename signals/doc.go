@@ -1,15 +1,20 @@
 // Package signals reads the health signals the adaptive controller steers
 // by: a latency quantile (seconds), an error ratio (0..1) and, optionally, a
-// saturation figure.
+// saturation figure; and the rate of admitted requests per tier ([Rates]),
+// which the controller turns into tier-wide rate caps.
 //
 // Two sources satisfy [Source]:
 //
 //   - [Prometheus] runs one PromQL instant query per signal against a
 //     Prometheus HTTP API (defaults: [DefaultLatencyQuery],
-//     [DefaultErrorRatioQuery]; saturation only when a query is given).
+//     [DefaultErrorRatioQuery], [DefaultAdmittedQuery]; saturation only
+//     when a query is given).
 //   - [InProcess] computes the same signals from a prometheus.Gatherer (the
 //     process's own registry): windowed values from the change between two
-//     successive reads, as rate() and histogram_quantile() would.
+//     successive reads, as rate() and histogram_quantile() would; the
+//     admitted rates from a counter with a "tier" label
+//     ([DefaultAdmittedCounter], its decision="allowed" series), divided by
+//     the time between the two reads.
 //
 // # Validity
 //
@@ -31,6 +36,15 @@
 // A vector with several series yields its largest finite sample (the worst
 // instance drives throttling); non-finite series are skipped, and only when
 // none is finite is the value invalid.
+//
+// The admitted rates are judged sample by sample: each needs a "tier"
+// label, a finite value that is not negative and a fresh timestamp;
+// samples of one tier are summed (a query by tier and rule, or by tier and
+// instance, gives the tier's total); a tier without a usable sample is left
+// out, so that the consumer treats it as unknown rather than 0. Rates is
+// invalid only when no tier is left, with the reason of the first unusable
+// sample (NoData for none, Unsupported when none had a tier label). A tier
+// whose counter did not move is a valid 0.
 //
 // Read always returns a complete [Signals]; its error joins the query
 // failures for logging and never has to be checked to stay safe.

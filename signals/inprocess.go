@@ -18,6 +18,7 @@ const (
 	DefaultRequestsCounter  = "http_requests_total"
 	DefaultCodeLabel        = "code"
 	DefaultQuantile         = 0.99
+	DefaultAdmittedCounter  = "throttled_decisions_total"
 )
 
 // InProcessSettings configure an InProcess source. Zero values mean the
@@ -35,6 +36,10 @@ type InProcessSettings struct {
 	CodeLabel string
 	// IsError says whether a status code counts as an error; IsServerError if nil.
 	IsError func(code string) bool
+	// AdmittedCounter names a counter of admitted requests with a "tier"
+	// label; of its series with a "decision" label only those with
+	// decision="allowed" count. DefaultAdmittedCounter if empty.
+	AdmittedCounter string
 	// SaturationGauge names a gauge whose largest series is the saturation
 	// (read as is, not windowed); empty means the signal is Disabled.
 	SaturationGauge string
@@ -58,6 +63,9 @@ func (s InProcessSettings) withDefaults() InProcessSettings {
 	if s.CodeLabel == "" {
 		s.CodeLabel = DefaultCodeLabel
 	}
+	if s.AdmittedCounter == "" {
+		s.AdmittedCounter = DefaultAdmittedCounter
+	}
 	if s.IsError == nil {
 		s.IsError = IsServerError
 	}
@@ -73,7 +81,7 @@ func (s InProcessSettings) validate() error {
 	}
 	for _, n := range [][2]string{
 		{"LatencyHistogram", s.LatencyHistogram}, {"RequestsCounter", s.RequestsCounter},
-		{"CodeLabel", s.CodeLabel}, {"SaturationGauge", s.SaturationGauge},
+		{"CodeLabel", s.CodeLabel}, {"SaturationGauge", s.SaturationGauge}, {"AdmittedCounter", s.AdmittedCounter},
 	} {
 		if n[1] != "" && !validName(n[1]) {
 			return fmt.Errorf("%w: %s %q is not a valid Prometheus name", ErrInvalidSettings, n[0], n[1])
@@ -93,19 +101,21 @@ func validName(s string) bool {
 	return s != ""
 }
 
-// InProcess computes the signals from a Gatherer: the latency quantile and
-// the error ratio over the window since the previous Read, the saturation
-// as it is now. It is safe for concurrent use; concurrent readers share the
+// InProcess computes the signals from a Gatherer: the latency quantile,
+// the error ratio and the admitted rate by tier over the window since the
+// previous Read, the saturation as it is now. It is safe for concurrent use; concurrent readers share the
 // window, so one source should have one reader (the control loop).
 type InProcess struct {
 	g prometheus.Gatherer
 	s InProcessSettings
 	m *metrics
 
-	mu       sync.Mutex
-	read     bool                     // a previous Read gathered: a baseline exists
-	prevHist map[string]histSeries    // latency series at the previous read
-	prevReqs map[string]counterSeries // request series at the previous read
+	mu        sync.Mutex
+	read      bool                      // a previous Read gathered: a baseline exists
+	prevHist  map[string]histSeries     // latency series at the previous read
+	prevReqs  map[string]counterSeries  // request series at the previous read
+	prevAdm   map[string]admittedSeries // admitted series at the previous read
+	prevAdmAt time.Time                 // when prevAdm was read; zero before the first read
 }
 
 var _ Source = (*InProcess)(nil)
@@ -129,7 +139,8 @@ func NewInProcess(g prometheus.Gatherer, s InProcessSettings, reg prometheus.Reg
 }
 
 // Read gathers the metrics and judges them (see the package doc). The first
-// Read only sets the baseline: its latency and error ratio are NoBaseline.
+// Read only sets the baseline: its latency, error ratio and admitted rates
+// are NoBaseline.
 // When gathering fails, the signals it could not read are QueryError and
 // keep their baseline for the next read.
 func (ip *InProcess) Read(ctx context.Context) (Signals, error) {
@@ -159,6 +170,11 @@ func (ip *InProcess) Read(ctx context.Context) (Signals, error) {
 		ErrorRatio: judge(ip.s.RequestsCounter, ip.errorRatio),
 		Saturation: judge(ip.s.SaturationGauge, ip.saturation),
 	}
+	if n := ip.s.AdmittedCounter; fams[n] == nil && err != nil {
+		s.Admitted = invalidRates(QueryError, now, err) // the baseline stays for the next read
+	} else {
+		s.Admitted = ip.admitted(fams[n], now)
+	}
 	if err == nil || len(mfs) > 0 {
 		ip.read = true
 	}
@@ -168,6 +184,9 @@ func (ip *InProcess) Read(ctx context.Context) (Signals, error) {
 		if e := s.Get(k).Err; e != nil && e != err {
 			errs = append(errs, e)
 		}
+	}
+	if e := s.Admitted.Err; e != nil && e != err {
+		errs = append(errs, e)
 	}
 	return s, errors.Join(errs...)
 }

@@ -318,15 +318,16 @@ func TestInProcessMetrics(t *testing.T) {
 	}{
 		{"latency", "no_baseline", 1}, {"latency", "no_traffic", 1}, {"latency", "ok", 1},
 		{"error_ratio", "no_baseline", 1}, {"error_ratio", "ok", 1},
+		{"admitted", "no_data", 3}, // no decision counter in this registry
 	} {
 		got := testutil.ToFloat64(ip.m.reads.WithLabelValues("inprocess", tc.signal, tc.result))
 		if got != tc.want {
 			t.Errorf("reads{%s,%s} = %v, want %v", tc.signal, tc.result, got, tc.want)
 		}
 	}
-	// Disabled saturation is not counted: 5 combinations above + error_ratio no_traffic.
-	if n := testutil.CollectAndCount(metricsReg, "throttled_signals_reads_total"); n != 6 {
-		t.Errorf("%d series, want 6", n)
+	// Disabled saturation is not counted: 6 combinations above + error_ratio no_traffic.
+	if n := testutil.CollectAndCount(metricsReg, "throttled_signals_reads_total"); n != 7 {
+		t.Errorf("%d series, want 7", n)
 	}
 	// A second source on the same registry shares the counter.
 	if _, err := NewInProcess(a.reg, InProcessSettings{}, metricsReg); err != nil {
@@ -347,6 +348,7 @@ func TestNewInProcessRejectsBadSettings(t *testing.T) {
 		{InProcessSettings{RequestsCounter: "9lives"}, `RequestsCounter "9lives"`},
 		{InProcessSettings{CodeLabel: "co de"}, `CodeLabel "co de"`},
 		{InProcessSettings{SaturationGauge: "x.y"}, `SaturationGauge "x.y"`},
+		{InProcessSettings{AdmittedCounter: "a{b}"}, `AdmittedCounter "a{b}"`},
 	} {
 		_, err := NewInProcess(reg, tc.s, nil)
 		if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), tc.want) {

@@ -38,7 +38,8 @@ func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
 	return m, nil
 }
 
-// observe counts one read of every configured signal.
+// observe counts one read of every configured signal; the admitted rates
+// count as signal "admitted".
 func (m *metrics) observe(s Signals) {
 	if m.reads == nil {
 		return
@@ -50,4 +51,5 @@ func (m *metrics) observe(s Signals) {
 		}
 		m.reads.WithLabelValues(m.source, k.String(), v.Reason.String()).Inc()
 	}
+	m.reads.WithLabelValues(m.source, "admitted", s.Admitted.Reason.String()).Inc()
 }

@@ -24,6 +24,9 @@ const (
 	// vector(0)" makes its ratio 0 rather than an empty (invalid) result,
 	// while no traffic at all still leaves the denominator empty (invalid).
 	DefaultErrorRatioQuery = `(sum(rate(http_requests_total{code=~"5.."}[1m])) or vector(0)) / sum(rate(http_requests_total[1m]))`
+	// DefaultAdmittedQuery is the rate of requests throttled allowed over
+	// 1m, by tier.
+	DefaultAdmittedQuery = `sum by (tier) (rate(throttled_decisions_total{decision="allowed"}[1m]))`
 	// DefaultTimeout bounds each query.
 	DefaultTimeout = 2 * time.Second
 	// DefaultMaxAge is how far a sample's timestamp may be from now.
@@ -41,6 +44,9 @@ type PrometheusSettings struct {
 	ErrorRatioQuery string
 	// SaturationQuery yields saturation; empty means the signal is Disabled.
 	SaturationQuery string
+	// AdmittedQuery yields the admitted requests per second as an instant
+	// vector with a "tier" label; DefaultAdmittedQuery if empty.
+	AdmittedQuery string
 	// Timeout bounds each query, sent both as the request deadline and as the
 	// server's evaluation timeout; DefaultTimeout if 0.
 	Timeout time.Duration
@@ -60,6 +66,9 @@ func (s PrometheusSettings) withDefaults() PrometheusSettings {
 	}
 	if s.ErrorRatioQuery == "" {
 		s.ErrorRatioQuery = DefaultErrorRatioQuery
+	}
+	if s.AdmittedQuery == "" {
+		s.AdmittedQuery = DefaultAdmittedQuery
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
@@ -93,12 +102,13 @@ func (s PrometheusSettings) validate() error {
 // Prometheus reads signals with PromQL instant queries. It is safe for
 // concurrent use.
 type Prometheus struct {
-	api     v1.API
-	queries [3]string // by Kind; empty: Disabled
-	timeout time.Duration
-	maxAge  time.Duration
-	now     func() time.Time
-	m       *metrics
+	api      v1.API
+	queries  [3]string // by Kind; empty: Disabled
+	admitted string    // the per-tier query
+	timeout  time.Duration
+	maxAge   time.Duration
+	now      func() time.Time
+	m        *metrics
 }
 
 var _ Source = (*Prometheus)(nil)
@@ -120,12 +130,13 @@ func NewPrometheus(s PrometheusSettings, reg prometheus.Registerer) (*Prometheus
 		return nil, err
 	}
 	return &Prometheus{
-		api:     v1.NewAPI(c),
-		queries: [3]string{Latency: s.LatencyQuery, ErrorRatio: s.ErrorRatioQuery, Saturation: s.SaturationQuery},
-		timeout: s.Timeout,
-		maxAge:  s.MaxAge,
-		now:     s.Now,
-		m:       m,
+		api:      v1.NewAPI(c),
+		queries:  [3]string{Latency: s.LatencyQuery, ErrorRatio: s.ErrorRatioQuery, Saturation: s.SaturationQuery},
+		admitted: s.AdmittedQuery,
+		timeout:  s.Timeout,
+		maxAge:   s.MaxAge,
+		now:      s.Now,
+		m:        m,
 	}, nil
 }
 
@@ -134,7 +145,13 @@ func NewPrometheus(s PrometheusSettings, reg prometheus.Registerer) (*Prometheus
 // Err of every value that has one.
 func (p *Prometheus) Read(ctx context.Context) (Signals, error) {
 	var vals [3]Value
+	var s Signals
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.Admitted = p.queryRates(ctx)
+	}()
 	for _, k := range Kinds() {
 		if p.queries[k] == "" {
 			vals[k] = invalid(Disabled, time.Time{}, nil)
@@ -147,13 +164,15 @@ func (p *Prometheus) Read(ctx context.Context) (Signals, error) {
 		}()
 	}
 	wg.Wait()
-	var s Signals
 	var errs []error
 	for _, k := range Kinds() {
 		s.set(k, vals[k])
 		if vals[k].Err != nil {
 			errs = append(errs, vals[k].Err)
 		}
+	}
+	if s.Admitted.Err != nil {
+		errs = append(errs, s.Admitted.Err)
 	}
 	p.m.observe(s)
 	return s, errors.Join(errs...)
@@ -162,11 +181,7 @@ func (p *Prometheus) Read(ctx context.Context) (Signals, error) {
 // query runs the query of signal k and judges the answer.
 func (p *Prometheus) query(ctx context.Context, k Kind) Value {
 	q := p.queries[k]
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	// No evaluation time: the server evaluates at its own now, and the
-	// sample's timestamp tells how current the answer is.
-	res, _, _, err := p.api.Query(ctx, q, time.Time{}, v1.WithTimeout(p.timeout))
+	res, err := p.run(ctx, q)
 	now := p.now()
 	if err != nil {
 		return invalid(QueryError, now, fmt.Errorf("signals: %s query %q: %w", k, q, err))
@@ -179,6 +194,30 @@ func (p *Prometheus) query(ctx context.Context, k Kind) Value {
 		return invalid(Stale, v.At, nil)
 	}
 	return v
+}
+
+// queryRates runs the per-tier admitted query and judges the answer.
+func (p *Prometheus) queryRates(ctx context.Context) Rates {
+	res, err := p.run(ctx, p.admitted)
+	now := p.now()
+	if err != nil {
+		return invalidRates(QueryError, now, fmt.Errorf("signals: admitted query %q: %w", p.admitted, err))
+	}
+	r := reduceRates(res, now, p.maxAge)
+	if r.Err != nil {
+		r.Err = fmt.Errorf("signals: admitted query %q: %w", p.admitted, r.Err)
+	}
+	return r
+}
+
+// run runs one instant query, bounded by the timeout.
+func (p *Prometheus) run(ctx context.Context, q string) (model.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	// No evaluation time: the server evaluates at its own now, and the
+	// sample's timestamp tells how current the answer is.
+	res, _, _, err := p.api.Query(ctx, q, time.Time{}, v1.WithTimeout(p.timeout))
+	return res, err
 }
 
 // reduce turns a query result into one Value: a scalar as is, a vector as

@@ -65,6 +65,9 @@ func newProm(t *testing.T, s PrometheusSettings) *Prometheus {
 // the in-process source over the same registry.
 func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	a := newScrapedApp(t)
+	d := decisions(t, a.reg)
+	d.WithLabelValues("free", "per-key", "allowed")
+	d.WithLabelValues("premium", "per-key", "shed")
 	prom := testenv.StartPrometheus(t, a.addr)
 	prom.WaitForSeries(t, `http_requests_total{code="500"}`, 30*time.Second)
 	ip, err := NewInProcess(a.reg, InProcessSettings{}, nil)
@@ -75,6 +78,8 @@ func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	a.drive(func() {
 		a.serve(900, 0.07, "200")
 		a.serve(100, 0.3, "500")
+		d.WithLabelValues("free", "per-key", "allowed").Add(1000)
+		d.WithLabelValues("premium", "per-key", "shed").Add(1000)
 	})
 	// Wait until a scrape after the drive is in the rate window.
 	prom.WaitForSeries(t, `sum(increase(http_requests_total[1m])) > 0`, 30*time.Second)
@@ -88,6 +93,10 @@ func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	want(t, "latency", s.Latency, 0.475, OK, 1e-9)
 	want(t, "error ratio", s.ErrorRatio, 0.1, OK, 1e-9)
 	want(t, "saturation", s.Saturation, 0, Disabled, 0)
+	// rate() extrapolates over its window: only the shape is certain.
+	if r := s.Admitted; !r.Valid || len(r.ByTier) != 1 || !(r.ByTier["free"] > 0) {
+		t.Errorf("admitted %+v, want a positive rate for free only (premium was only shed)", r)
+	}
 	if age := time.Since(s.Latency.At); age < -time.Second || age > 10*time.Second {
 		t.Errorf("latency At %v is %v from now", s.Latency.At, age)
 	}

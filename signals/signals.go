@@ -135,6 +135,7 @@ type Signals struct {
 	Latency    Value // seconds
 	ErrorRatio Value // 0..1
 	Saturation Value // Disabled unless configured
+	Admitted   Rates // requests admitted per second, by tier
 }
 
 // Get returns the value of signal k (an invalid Disabled value for an

@@ -112,7 +112,7 @@ func TestSignalsGet(t *testing.T) {
 	for _, k := range Kinds() {
 		u.set(k, s.Get(k))
 	}
-	if u != s {
+	if u.Latency != s.Latency || u.ErrorRatio != s.ErrorRatio || u.Saturation != s.Saturation {
 		t.Errorf("set/Get round trip: %+v != %+v", u, s)
 	}
 }
