@@ -32,10 +32,24 @@ type benchResult struct {
 	P99Micros       float64 `json:"p99_us"`
 }
 
-// bench measures decisions per second and latency against a store from
-// many goroutines.
+// bench dispatches `throttled bench decisions|overload`; without a
+// subcommand (or with flags first) it is `bench decisions`, the old name.
 func bench(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	if len(args) > 0 {
+		switch args[0] {
+		case "overload":
+			return benchOverload(args[1:], w)
+		case "decisions":
+			return benchDecisions(args[1:], w)
+		}
+	}
+	return benchDecisions(args, w)
+}
+
+// benchDecisions measures decisions per second and latency against a store
+// from many goroutines.
+func benchDecisions(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("bench decisions", flag.ContinueOnError)
 	fs.SetOutput(w)
 	store := fs.String("store", "memory", "memory or redis")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (with --store redis)")

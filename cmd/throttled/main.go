@@ -64,7 +64,9 @@ commands:
   serve     run the proxy, admin API, controller and /metrics (--config FILE)
   config    check FILE: validate a configuration, errors with line numbers
   demo      simulated overload: backend, free and premium clients, proxy and controller (--duration)
-  bench     measure decisions/s and latency of a store (--store memory|redis, --json)
+  bench     decisions: decisions/s and latency of a store (--store memory|redis, --json)
+            overload: a scenario (surge, crowd, slowdown, instances) against a backend of capacity C,
+                      per mode (controller, static, off, all), the report as JSON (--json)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version
 `)

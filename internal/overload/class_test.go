@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 func refusal(status int, reason limiter.Reason) []byte {
-	res := limiter.Result{Limited: true, Status: status, Decision: limiter.Decision{Reason: reason},
+	res := enforce.Result{Limited: true, Status: status, Decision: limiter.Decision{Reason: reason},
 		Rule: "per-key", Tier: "free", RetryAfter: 1}
 	return res.Body()
 }
