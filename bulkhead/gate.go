@@ -39,6 +39,8 @@ type Gate struct {
 	fastest atomic.Int64 // shortest hold time, ns; math.MaxInt64 for none
 	peak    atomic.Int64 // most permits held at once
 
+	asked, refused atomic.Int64 // calls to Acquire, and those refused (ErrShed), since the gate was made
+
 	name     string
 	s        GateSettings
 	epoch    time.Time
@@ -109,6 +111,7 @@ func (g *Gate) Acquire(ctx context.Context, priority int) (Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return Permit{}, err
 	}
+	g.asked.Add(1)
 	// Do not overtake queued callers; the queue path admits at once when it can.
 	if g.waiting.Load() == 0 && g.tryInc() {
 		return g.permit(), nil
@@ -194,8 +197,14 @@ func (g *Gate) observe(d time.Duration) {
 	g.samples.Add(1)
 }
 
+// Refusals are the calls to Acquire since the gate was made and how many
+// of them were refused with ErrShed: the inner loop reads them as its
+// saturation.
+func (g *Gate) Refusals() (asked, refused int64) { return g.asked.Load(), g.refused.Load() }
+
 // refuse counts one call of priority p shed.
 func (g *Gate) refuse(p int) error {
+	g.refused.Add(1)
 	if g.rejected != nil {
 		g.rejected.Inc()
 		g.shed[min(p, shedLabels-1)].Inc()

@@ -28,6 +28,7 @@ type ConcurrencyLoop struct {
 	gate  Gate
 	clock Clock
 	met   concurrencyMetrics
+	sat   *saturation // nil when the gate does not count refusals
 
 	mu sync.Mutex // guards st for State
 	st GradientState
@@ -52,7 +53,13 @@ func NewConcurrencyLoop(name string, law *Gradient, gate Gate, reg prometheus.Re
 	if err != nil {
 		return nil, err
 	}
-	return &ConcurrencyLoop{law: law, gate: gate, clock: clock, met: met, st: law.Init(clock.Now())}, nil
+	l := &ConcurrencyLoop{law: law, gate: gate, clock: clock, met: met, st: law.Init(clock.Now())}
+	if _, ok := gate.(RefusalCounter); ok {
+		if l.sat, err = newSaturation(reg, name); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // State returns the loop's current state.
@@ -88,6 +95,10 @@ func (l *ConcurrencyLoop) tick() {
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())
 	l.met.stepped(st)
+	if rc, ok := l.gate.(RefusalCounter); ok && l.sat != nil {
+		asked, refused := rc.Refusals()
+		l.sat.update(asked, refused, now)
+	}
 }
 
 // concurrencyMetrics are the series of one loop (one name label value).

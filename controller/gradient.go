@@ -15,6 +15,7 @@ const (
 	DefaultMaxLimit       = 1000
 	DefaultInitialLimit   = 20
 	DefaultTolerance      = 0.25
+	DefaultQuiet          = 0.25
 	DefaultSmoothing      = 0.5
 	DefaultAllowance      = 1.0
 	DefaultBaselineWindow = 30 * time.Second
@@ -69,6 +70,14 @@ type GradientSettings struct {
 	// average is above it always decreases the limit, whatever the
 	// baseline. 0 means no cap.
 	Target time.Duration
+	// Quiet is a fraction of Target: a window whose average latency is at
+	// most Target × Quiet never decreases the limit. Latency that low
+	// needs no protection, and a gradient against a baseline learned
+	// before the upstream slowed down (twice the service time, say) would
+	// otherwise shrink the limit towards MinLimit, and throughput with it,
+	// for a latency no limit can lower. Used only with a Target; 0 means
+	// DefaultQuiet.
+	Quiet float64
 	// BaselineWindow is the time constant with which the baseline rises
 	// towards a slower window average (it falls towards a faster one at
 	// once, with weight 1/2). 0 means DefaultBaselineWindow. It must be
@@ -108,7 +117,8 @@ func (s GradientSettings) withDefaults() GradientSettings {
 	for _, f := range []struct {
 		v *float64
 		d float64
-	}{{&s.Tolerance, DefaultTolerance}, {&s.Smoothing, DefaultSmoothing}, {&s.Allowance, DefaultAllowance}} {
+	}{{&s.Tolerance, DefaultTolerance}, {&s.Smoothing, DefaultSmoothing}, {&s.Allowance, DefaultAllowance},
+		{&s.Quiet, DefaultQuiet}} {
 		if *f.v == 0 {
 			*f.v = f.d
 		}
@@ -136,6 +146,7 @@ func (s GradientSettings) Validate() error {
 	check(d.Smoothing > 0 && d.Smoothing <= 1, "smoothing", s.Smoothing, "must be in (0, 1]")
 	check(d.Allowance > 0 && !math.IsInf(d.Allowance, 0), "allowance", s.Allowance, "must be positive and finite")
 	check(d.Target >= 0, "target", s.Target, "must not be negative")
+	check(d.Quiet > 0 && d.Quiet < 1, "quiet", s.Quiet, "must be in (0, 1)")
 	check(d.BaselineWindow > 0 && d.BaselineWindow > d.Interval, "baseline_window", s.BaselineWindow,
 		fmt.Sprintf("must be longer than interval %v", d.Interval))
 	check(d.RelearnAfter > 0, "relearn_after", s.RelearnAfter, "must be positive")
@@ -250,13 +261,16 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 //	gradient = clamp(baseline × (1 + Tolerance) / latency, 0.5, 2)
 //	estimate = limit × gradient + Allowance
 //
-// Above Target the gradient is at most Target / latency and no allowance
+// At or below Target × Quiet the gradient is at least 1. Above Target the gradient is at most Target / latency and no allowance
 // is added, so that the limit decreases. An estimate above the limit is
 // not taken while fewer than half the permits were ever in use: latency
 // measured at low concurrency says nothing about a higher limit.
 func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int) float64 {
 	grad := float64(base) * (1 + g.s.Tolerance) / float64(lat)
 	grad = math.Max(minGradient, math.Min(maxGradient, grad))
+	if t := g.s.Target; t > 0 && float64(lat) <= float64(t)*g.s.Quiet {
+		grad = math.Max(grad, 1) // quiet: no decrease
+	}
 	if t := g.s.Target; t > 0 && lat > t {
 		return limit * math.Max(minGradient, math.Min(grad, float64(t)/float64(lat)))
 	}

@@ -63,6 +63,29 @@ func dur(d time.Duration, f float64) time.Duration { return time.Duration(float6
 // limit + (limit × gradient + 1 − limit) × 0.5.
 func smooth(limit, gradient float64) float64 { return limit + (limit*gradient+1-limit)*0.5 }
 
+// TestGradientQuietLatencyNeverDecreases: the upstream's service time
+// doubles (20 → 40 ms) while the baseline still says 20 ms. With a 250 ms
+// Target, 40 ms is quiet (≤ 62.5 ms): the limit holds instead of shrinking
+// towards MinLimit, and throughput with it. Past the quiet bound the
+// gradient cuts as usual; without a Target nothing is quiet.
+func TestGradientQuietLatencyNeverDecreases(t *testing.T) {
+	g := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s, Target: 250 * ms})
+	r := rise(10 * s)
+	b2 := 20*ms + dur(20*ms, r)
+	b3 := b2 + dur(40*ms-b2, r)
+	runGradient(t, g, g.Init(t0), []gstep{
+		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
+		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                  // quiet: gradient 0.625 → 1
+		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                      // quiet, few in use: hold
+		{win(10, 80*ms, 20), smooth(smooth(23, 1), 0.5), b3 + dur(80*ms-b3, r), ActionDecrease}, // 80 ms is past 62.5 ms
+	})
+	noTarget := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s})
+	runGradient(t, noTarget, noTarget.Init(t0), []gstep{
+		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
+		{win(10, 40*ms, 23), smooth(23, 0.625), b2, ActionDecrease},
+	})
+}
+
 func TestGradientDecreasesOnRisingLatency(t *testing.T) {
 	g := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s})
 	st := g.Init(t0)
@@ -202,7 +225,7 @@ func TestGradientRelearnsBaselineAtMinLimit(t *testing.T) {
 func TestGradientSettingsDefaults(t *testing.T) {
 	g := mustGradient(t, GradientSettings{})
 	want := GradientSettings{Interval: 100 * ms, MinLimit: 2, MaxLimit: 1000, InitialLimit: 20, Tolerance: 0.25,
-		Smoothing: 0.5, Allowance: 1, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1}
+		Smoothing: 0.5, Allowance: 1, Quiet: 0.25, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1}
 	if got := g.Settings(); got != want {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}

@@ -90,6 +90,11 @@ func TestLoopNewLeaderWithoutLoaderStartsFromShadow(t *testing.T) {
 	}
 }
 
+func withRates(m multiplier.Set, r map[string]float64) multiplier.Set {
+	m.Rates = r
+	return m
+}
+
 func TestAdopt(t *testing.T) {
 	law := mustLaw(t, threeTiers()) // hold timeout 30 s
 	m := func(epoch uint64, age time.Duration, tiers map[string]float64) multiplier.Set {
@@ -110,10 +115,30 @@ func TestAdopt(t *testing.T) {
 			"premium=0.90 standard=0.70 free=0.10 epoch=6"},
 		{"extra tier", state(), m(5, 0, map[string]float64{"premium": 1, "standard": 1, "free": 1, "old": 0.2}),
 			"premium=1.00 standard=1.00 free=1.00 epoch=6"},
+		{"fresh rate caps taken over", state(1, 1, 1), withRates(m(5, 0, full), map[string]float64{"free": 120, "standard": 300}),
+			"premium=0.90 standard=0.50(300.0/s) free=0.10(120.0/s) epoch=5"},
+		{"a cap on a tier at its ceiling is dropped", state(1, 1, 1),
+			withRates(m(5, 0, map[string]float64{"premium": 1, "standard": 1, "free": 0.5}), map[string]float64{"premium": 50, "free": 80}),
+			"premium=1.00 standard=1.00 free=0.50(80.0/s) epoch=6"},
+		{"stale caps are ignored", state(1, 1, 0.5), withRates(m(5, 30*s+1, full), map[string]float64{"free": 120}),
+			"premium=1.00 standard=1.00 free=0.50 epoch=6"},
 	}
 	for _, c := range cases {
 		if got := law.Adopt(c.st, c.m, t0).String(); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+// The leader publishes each capped tier's rate with the multipliers, and no
+// rate for an uncapped tier.
+func TestPublishedSetCarriesRates(t *testing.T) {
+	st := State{Tiers: []TierState{{Name: "premium", Multiplier: 1}, {Name: "free", Multiplier: 0.5, Rate: 80}}, Epoch: 3, At: t0}
+	m := st.multipliers()
+	if len(m.Rates) != 1 || m.Rates["free"] != 80 || m.Tiers["free"] != 0.5 || m.Tiers["premium"] != 1 || m.Epoch != 3 {
+		t.Fatalf("published %+v, want free at 0.5 capped at 80/s, premium at 1 uncapped, epoch 3", m)
+	}
+	if m := (State{Tiers: []TierState{{Name: "free", Multiplier: 1}}, At: t0}).multipliers(); m.Rates != nil {
+		t.Fatalf("uncapped state published rates %v", m.Rates)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -308,13 +309,19 @@ func (s State) multipliers() multiplier.Set {
 	m := multiplier.Set{Tiers: make(map[string]float64, len(s.Tiers)), Epoch: s.Epoch, At: s.At}
 	for _, t := range s.Tiers {
 		m.Tiers[t.Name] = t.Multiplier
+		if t.Rate > 0 {
+			if m.Rates == nil {
+				m.Rates = map[string]float64{}
+			}
+			m.Rates[t.Name] = t.Rate
+		}
 	}
 	return m
 }
 
 // Adopt continues st from multipliers m published by a previous leader,
 // at now. If m is no older than HoldTimeout its multipliers (clamped into
-// bounds) replace st's; otherwise st's are kept. The epoch is at least m's,
+// bounds) and rate caps replace st's; otherwise st's are kept. The epoch is at least m's,
 // and newer than m's unless the result is exactly m. Decrease times and
 // the hold clock stay st's.
 func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
@@ -325,8 +332,12 @@ func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
 		v, ok := m.Tiers[t.Name]
 		if ok && fresh {
 			next.Tiers[i].Multiplier = clamp(v, t)
+			next.Tiers[i].Rate = 0
+			if r := m.Rates[t.Name]; r > 0 && !math.IsInf(r, 0) && next.Tiers[i].Multiplier < t.Ceiling {
+				next.Tiers[i].Rate = r
+			}
 		}
-		same = same && ok && next.Tiers[i].Multiplier == v
+		same = same && ok && next.Tiers[i].Multiplier == v && next.Tiers[i].Rate == m.Rates[t.Name]
 	}
 	next.Epoch = max(next.Epoch, m.Epoch)
 	if !same {

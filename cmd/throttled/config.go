@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/controller"
 )
 
 // Config is the YAML configuration of `throttled serve`. Zero values mean
@@ -20,15 +21,18 @@ import (
 // environment variable THROTTLED_<PATH> (for example THROTTLED_REDIS_URL,
 // THROTTLED_ADMIN_LISTEN, THROTTLED_CONTROLLER_PERIOD).
 type Config struct {
-	Listen     string              `yaml:"listen"`   // proxy listener (with upstream)
-	Upstream   string              `yaml:"upstream"` // "" = no proxy
-	Admin      AdminConfig         `yaml:"admin"`
-	Redis      RedisConfig         `yaml:"redis"`
-	Prometheus PrometheusConfig    `yaml:"prometheus"`
-	Controller ControllerConfig    `yaml:"controller"`
-	Identity   IdentityConfig      `yaml:"identity"`
-	Fallback   FallbackConfig      `yaml:"fallback"`
-	Bulkheads  map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
+	Listen     string           `yaml:"listen"`   // proxy listener (with upstream)
+	Upstream   string           `yaml:"upstream"` // "" = no proxy
+	Admin      AdminConfig      `yaml:"admin"`
+	Redis      RedisConfig      `yaml:"redis"`
+	Prometheus PrometheusConfig `yaml:"prometheus"`
+	Controller ControllerConfig `yaml:"controller"`
+	// Concurrency is the inner loop (proxy mode): an adaptive limit on the
+	// requests in flight to the upstream.
+	Concurrency ConcurrencyConfig   `yaml:"concurrency"`
+	Identity    IdentityConfig      `yaml:"identity"`
+	Fallback    FallbackConfig      `yaml:"fallback"`
+	Bulkheads   map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
 	// RouteBulkheads bound the requests in flight per path prefix (proxy mode).
 	RouteBulkheads  map[string]Bulkhead `yaml:"route_bulkheads"`
 	UpstreamBreaker BreakerConfig       `yaml:"upstream_breaker"`
@@ -63,6 +67,7 @@ type PrometheusConfig struct {
 	LatencyQuery    string       `yaml:"latency_query"`
 	ErrorRatioQuery string       `yaml:"error_ratio_query"`
 	SaturationQuery string       `yaml:"saturation_query"`
+	AdmittedQuery   string       `yaml:"admitted_query"` // admitted req/s by tier, for the tier rate caps
 	Timeout         api.Duration `yaml:"timeout"`
 }
 
@@ -78,6 +83,24 @@ type ControllerConfig struct {
 	HoldTimeout      api.Duration `yaml:"hold_timeout"`
 	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
 	LeaseTTL         api.Duration `yaml:"lease_ttl"`
+}
+
+// ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a
+// limit on the requests in flight to the upstream that follows the
+// upstream's own latency (gradient against a no-load baseline) every
+// interval, and that refuses the lowest-priority tier first (503 shed). Zero
+// values mean the defaults of controller.GradientSettings and
+// bulkhead.GateSettings; target defaults to controller.latency_target.
+type ConcurrencyConfig struct {
+	Disabled     bool         `yaml:"disabled"`
+	Interval     api.Duration `yaml:"interval"`
+	Target       api.Duration `yaml:"target"` // latency above this always cuts the limit
+	Tolerance    float64      `yaml:"tolerance"`
+	MinLimit     int          `yaml:"min_limit"`
+	MaxLimit     int          `yaml:"max_limit"`
+	InitialLimit int          `yaml:"initial_limit"`
+	MaxQueue     int          `yaml:"max_queue"` // waiters at the limit, most important first
+	MaxWait      api.Duration `yaml:"max_wait"`  // longest wait at the limit; default target / 4
 }
 
 // IdentityConfig says how clients are identified.
@@ -138,10 +161,21 @@ func (c *Config) defaults() {
 	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
 	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
 	setDefault(&c.Controller.StaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
+	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
+	if c.innerLoop() {
+		// The outer loop reads the inner loop's saturation, so that a cut
+		// the inner loop holds moves to the multipliers (cascade).
+		setDefault(&c.Controller.SaturationTarget, 0.05)
+		setDefault(&c.Prometheus.SaturationQuery, "max("+controller.SaturationMetric+")")
+	}
+	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 }
+
+// innerLoop reports whether the proxy runs the inner, concurrency loop.
+func (c *Config) innerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T

@@ -90,3 +90,10 @@ func (c *Config) apiConfig() api.Config {
 	return api.Config{Tiers: c.Tiers, Rules: c.Rules, DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier,
 		Assignments: c.Assignments}
 }
+
+// gradientSettings are the inner loop's law settings from the config.
+func gradientSettings(c *ConcurrencyConfig) (controller.GradientSettings, error) {
+	g := controller.GradientSettings{Interval: c.Interval.D(), Target: c.Target.D(), Tolerance: c.Tolerance,
+		MinLimit: c.MinLimit, MaxLimit: c.MaxLimit, InitialLimit: c.InitialLimit}
+	return g, g.Validate()
+}

@@ -23,6 +23,14 @@ func (l *localMultipliers) Publish(_ context.Context, m multiplier.Set) error {
 	return nil
 }
 
+// Rate is the tier's rate cap, 0 when it has none.
+func (l *localMultipliers) Rate(tier string) float64 {
+	if m := l.cur.Load(); m != nil {
+		return m.Rates[tier]
+	}
+	return 0
+}
+
 func (l *localMultipliers) Multiplier(tier string) float64 {
 	if m := l.cur.Load(); m != nil {
 		if v, ok := m.Tiers[tier]; ok {
@@ -42,7 +50,10 @@ func (localLease) Release(context.Context) error         { return nil }
 // pinned applies the admin API's pins over the controller's multipliers.
 // The pins map is replaced whole on every config change, never mutated.
 type pinned struct {
-	src  multiplier.Source
+	src interface {
+		multiplier.Source
+		multiplier.RateSource
+	}
 	pins atomic.Pointer[map[string]api.Pin]
 	now  func() time.Time
 }
@@ -54,6 +65,17 @@ func (p *pinned) Multiplier(tier string) float64 {
 		}
 	}
 	return p.src.Multiplier(tier)
+}
+
+// Rate is the controller's rate cap of the tier, none while it is pinned:
+// a pin is the operator's whole say on the tier's load.
+func (p *pinned) Rate(tier string) float64 {
+	if m := p.pins.Load(); m != nil && len(*m) > 0 {
+		if pin, ok := (*m)[tier]; ok && pin.Active(p.now()) {
+			return 0
+		}
+	}
+	return p.src.Rate(tier)
 }
 
 func (p *pinned) setPins(m map[string]api.Pin) { p.pins.Store(&m) }

@@ -58,6 +58,7 @@ func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) 
 	}
 	fmt.Fprintf(&b, "controller:\n  disabled: %v\n  period: 1s\n  latency_target: %v\n  headroom: 0.3\n  hold_timeout: 10s\n",
 		spec.Mode != overload.Controller, target)
+	fmt.Fprintf(&b, "concurrency:\n  disabled: %v\n", spec.Mode != overload.Controller)
 	return parseConfig([]byte(b.String()), nil)
 }
 
@@ -163,4 +164,3 @@ func scrapeMultipliers(admin string) map[string]float64 {
 }
 
 var _ overload.Stack = (*overloadStack)(nil)
-

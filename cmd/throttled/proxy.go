@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/internal/wait"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // upstreamMetrics record the sidecar's calls to the protected service; the
@@ -59,7 +61,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // proxyHandler enforces the rules, then the tier's bulkhead, then proxies
 // to upstream.
 func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
-	transport := s.upstream.wrap(http.DefaultTransport)
+	transport := s.upstream.wrap(upstreamTransport())
 	if s.breakers != nil {
 		transport = s.breakers.RoundTripper(transport, func(r *http.Request) string {
 			return "upstream:" + s.breakerRoutes.Of(r.URL.Path, "default")
@@ -91,8 +93,39 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			defer p.Release()
 		}
+		if s.gate != nil {
+			p, err := s.gate.Acquire(r.Context(), res.Priority)
+			if err != nil {
+				s.refuseGate(w, res.Tier, err)
+				return
+			}
+			defer p.Release()
+		}
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// upstreamTransport keeps enough idle connections to the one upstream
+// host for the requests in flight (net/http's default keeps 2, so a busy
+// sidecar would dial for almost every request).
+func upstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
+	return t
+}
+
+// refuseGate answers 503 with reason shed when the inner loop's limit
+// refused the request (the lowest priority first).
+func (s *stack) refuseGate(w http.ResponseWriter, tier string, err error) {
+	if !errors.Is(err, bulkhead.ErrShed) {
+		w.WriteHeader(499) // the client went away while waiting
+		return
+	}
+	secs := wait.Jittered(time.Second, rand.Int64N)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	body, _ := json.Marshal(enforce.Refusal{Error: "service overloaded, retry later", Reason: "shed",
+		RetryAfterSeconds: secs, Tier: tier, Rule: "concurrency"})
+	writeJSON(w, http.StatusServiceUnavailable, append(body, '\n'))
 }
 
 // refuseBulkhead answers 503 with reason bulkhead when a tier's bulkhead

@@ -44,6 +44,7 @@ type stack struct {
 	routes        enforce.Routes                // the path patterns of routeBulk
 	breakerRoutes enforce.Routes                // upstream_breaker.routes
 	breakers      *bulkhead.BreakerSet          // per upstream route; nil: none
+	gate          *bulkhead.Gate                // the inner loop's limit on requests in flight upstream; nil: none
 	runners       []func(context.Context) error
 	tierList      atomic.Pointer[[]string]
 }
@@ -162,7 +163,7 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 		return err
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
-		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Refusals: top})
+		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: top})
 	return err
 }
 

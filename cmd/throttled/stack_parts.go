@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/url"
 	"os"
@@ -185,11 +186,15 @@ func (s *stack) signalSource() (signals.Source, error) {
 	if p.URL != "" {
 		s.log.Info("signals: prometheus", "url", p.URL)
 		return signals.NewPrometheus(signals.PrometheusSettings{URL: p.URL, LatencyQuery: p.LatencyQuery,
-			ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery, Timeout: p.Timeout.D()}, s.reg)
+			ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery, AdmittedQuery: p.AdmittedQuery,
+			Timeout: p.Timeout.D()}, s.reg)
 	}
 	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", upstreamLatency)
-	return signals.NewInProcess(s.reg, signals.InProcessSettings{LatencyHistogram: upstreamLatency,
-		RequestsCounter: upstreamRequests}, s.reg)
+	in := signals.InProcessSettings{LatencyHistogram: upstreamLatency, RequestsCounter: upstreamRequests}
+	if s.cfg.innerLoop() {
+		in.SaturationGauge = controller.SaturationMetric
+	}
+	return signals.NewInProcess(s.reg, in, s.reg)
 }
 
 func (s *stack) buildProxyParts(ctx context.Context) error {
@@ -216,6 +221,33 @@ func (s *stack) buildProxyParts(ctx context.Context) error {
 			return err
 		}
 	}
+	return s.buildInnerLoop(bm)
+}
+
+// buildInnerLoop makes the priority gate in front of the upstream and the
+// fast loop that moves its limit (proxy mode, unless concurrency.disabled).
+func (s *stack) buildInnerLoop(bm *bulkhead.Metrics) error {
+	cc := &s.cfg.Concurrency
+	if !s.cfg.innerLoop() {
+		return nil
+	}
+	gs, err := gradientSettings(cc)
+	if err != nil {
+		return fmt.Errorf("concurrency: %w", err)
+	}
+	law, err := controller.NewGradient(gs)
+	if err != nil {
+		return err
+	}
+	if s.gate, err = bulkhead.NewGate("upstream", bulkhead.GateSettings{Limit: law.Settings().InitialLimit,
+		MinLimit: law.Settings().MinLimit, MaxQueue: cc.MaxQueue, MaxWait: cc.MaxWait.D()}, bm); err != nil {
+		return err
+	}
+	loop, err := controller.NewConcurrencyLoop("upstream", law, s.gate, s.reg, nil)
+	if err != nil {
+		return err
+	}
+	s.runners = append(s.runners, loop.Run)
 	return nil
 }
 

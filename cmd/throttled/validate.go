@@ -47,6 +47,9 @@ func (c *Config) validate() []fieldErr {
 		}
 	}
 	errs = append(errs, c.validateController()...)
+	if _, err := gradientSettings(&c.Concurrency); err != nil {
+		errs = append(errs, fieldErr{"concurrency", err.Error()})
+	}
 	errs = append(errs, c.validateIdentity()...)
 	errs = append(errs, c.validatePolicy()...)
 	return errs
