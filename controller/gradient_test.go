@@ -75,8 +75,8 @@ func TestGradientQuietLatencyNeverDecreases(t *testing.T) {
 	b3 := b2 + dur(40*ms-b2, r)
 	runGradient(t, g, g.Init(t0), []gstep{
 		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
-		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                  // quiet: gradient 0.625 → 1
-		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                      // quiet, few in use: hold
+		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                 // quiet: gradient 0.625 → 1
+		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                     // quiet, few in use: hold
 		{win(10, 80*ms, 20), smooth(smooth(23, 1), 0.5), b3 + dur(80*ms-b3, r), ActionDecrease}, // 80 ms is past 62.5 ms
 	})
 	noTarget := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s})
