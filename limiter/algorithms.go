@@ -36,13 +36,18 @@ func paramsOf(r *Request) params {
 //	TokenBucket:          q, a = tokens in the quota / admission bucket; ts = last update
 //	GCRA:                 q, a = theoretical arrival times
 //	LeakyBucket:          q, a = water levels; ts = last update
-//	FixedWindow:          q = count; ts = window start
-//	SlidingWindowCounter: q = current count, a = previous count; ts = window start
-//	SlidingWindowLog:     log = one timestamp per admitted unit, oldest first
+//	FixedWindow:          q = units sent, c = units admitted; ts = window start
+//	SlidingWindowCounter: q, a = units sent in the current / previous window,
+//	                      c, d = units admitted in them; ts = window start
+//	SlidingWindowLog:     log = one timestamp per unit sent, alog = per unit
+//	                      admitted, oldest first
+//
+// The quota side counts every unit sent that was not over quota (admitted or
+// shed); the admission side counts only admitted units.
 type state struct {
-	init     bool
-	q, a, ts float64
-	log      []float64
+	init           bool
+	q, a, c, d, ts float64
+	log, alog      []float64
 }
 
 // verdict is an algorithm's answer, in µs.
@@ -94,7 +99,8 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	case q < p.cost:
 		v.reason, v.retry = OverQuota, (p.cost-q)/rate
 	case a < p.cost:
-		v.reason, v.retry = Shed, (p.cost-a)/arate
+		q -= p.cost // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max((p.cost-a)/arate, (p.cost-q)/rate)
 	default:
 		q, a = q-p.cost, a-p.cost
 	}
@@ -127,7 +133,8 @@ func gcra(s *state, now float64, p params) verdict {
 	case nq-now > tol:
 		v.reason, v.retry = OverQuota, nq-now-tol
 	case na-now > tola:
-		v.reason, v.retry = Shed, na-now-tola
+		tq = nq // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max(na-now-tola, nq+t*p.cost-now-tol)
 	default:
 		tq, tqa = nq, na
 	}
@@ -158,7 +165,8 @@ func leakyBucket(s *state, now float64, p params) verdict {
 	case lq+p.cost > p.burst:
 		v.reason, v.retry = OverQuota, (lq+p.cost-p.burst)/rate
 	case la+p.cost > capa:
-		v.reason, v.retry = Shed, (la+p.cost-capa)/arate
+		lq += p.cost // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max((la+p.cost-capa)/arate, (lq+p.cost-p.burst)/rate)
 	default:
 		lq, la = lq+p.cost, la+p.cost
 	}
@@ -172,22 +180,23 @@ func leakyBucket(s *state, now float64, p params) verdict {
 func fixedWindow(s *state, now float64, p params) verdict {
 	ws := math.Floor(now/p.period) * p.period
 	if !s.init || s.ts != ws {
-		s.init, s.q, s.ts = true, 0, ws
+		s.init, s.q, s.c, s.ts = true, 0, 0, ws
 	}
 	al := admissionLimit(p)
 	end := ws + p.period - now
 	var v verdict
 	switch {
 	case p.refund:
-		s.q = math.Max(0, s.q-p.cost)
+		s.q, s.c = math.Max(0, s.q-p.cost), math.Max(0, s.c-p.cost)
 	case s.q+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, end
-	case s.q+p.cost > al:
+	case s.c+p.cost > al:
+		s.q += p.cost // a shed request spends quota, not admission
 		v.reason, v.retry = Shed, end
 	default:
-		s.q += p.cost
+		s.q, s.c = s.q+p.cost, s.c+p.cost
 	}
-	v.remaining = math.Max(0, math.Min(p.limit, al)-s.q)
+	v.remaining = math.Max(0, math.Min(p.limit-s.q, al-s.c))
 	v.reset, v.ttl = end, end
 	return v
 }

@@ -6,30 +6,36 @@ func slidingCounter(s *state, now float64, p params) verdict {
 	ws := math.Floor(now/p.period) * p.period
 	switch {
 	case !s.init:
-		s.init, s.q, s.a, s.ts = true, 0, 0, ws
+		s.init, s.q, s.a, s.c, s.d, s.ts = true, 0, 0, 0, 0, ws
 	case s.ts == ws:
 	case s.ts+p.period == ws:
-		s.q, s.a, s.ts = 0, s.q, ws
+		s.q, s.a, s.c, s.d, s.ts = 0, s.q, 0, s.c, ws
 	default:
-		s.q, s.a, s.ts = 0, 0, ws
+		s.q, s.a, s.c, s.d, s.ts = 0, 0, 0, 0, ws
 	}
 	w := (p.period - (now - ws)) / p.period
 	est := s.a*w + s.q
+	adm := s.d*w + s.c
 	al := admissionLimit(p)
 	var v verdict
 	switch {
 	case p.refund:
-		s.q = math.Max(0, s.q-p.cost)
-		est = s.a*w + s.q
+		s.q, s.c = math.Max(0, s.q-p.cost), math.Max(0, s.c-p.cost)
+		est, adm = s.a*w+s.q, s.d*w+s.c
 	case est+p.cost > p.limit:
-		v.reason, v.retry = OverQuota, counterRetry(s, now, p, p.limit)
-	case est+p.cost > al:
-		v.reason, v.retry = Shed, counterRetry(s, now, p, al)
-	default:
-		s.q += p.cost
+		v.reason, v.retry = OverQuota, counterRetry(s.q, s.a, s.ts, now, p, p.limit)
+	case adm+p.cost > al:
+		s.q += p.cost // a shed request spends quota, not admission
 		est += p.cost
+		v.reason, v.retry = Shed, counterRetry(s.c, s.d, s.ts, now, p, al)
+		if est+p.cost > p.limit {
+			v.retry = math.Max(v.retry, counterRetry(s.q, s.a, s.ts, now, p, p.limit))
+		}
+	default:
+		s.q, s.c = s.q+p.cost, s.c+p.cost
+		est, adm = est+p.cost, adm+p.cost
 	}
-	v.remaining = math.Max(0, math.Floor(math.Min(p.limit, al)-est+eps))
+	v.remaining = math.Max(0, math.Floor(math.Min(p.limit-est, al-adm)+eps))
 	v.ttl = ws + 2*p.period - now
 	switch {
 	case s.q > 0:
@@ -40,50 +46,69 @@ func slidingCounter(s *state, now float64, p params) verdict {
 	return v
 }
 
-// counterRetry is the time until prev×w + cur + cost ≤ lim.
-func counterRetry(s *state, now float64, p params, lim float64) float64 {
-	need := lim - s.q - p.cost
+// counterRetry is the time until prev×w + cur + cost ≤ lim, for a window
+// that started at ts.
+func counterRetry(cur, prev, ts, now float64, p params, lim float64) float64 {
+	need := lim - cur - p.cost
 	var t float64
 	if need >= 0 {
 		// Within this window, as the previous window's weight falls.
-		t = s.ts + p.period - need/s.a*p.period
+		t = ts + p.period - need/prev*p.period
 	} else {
 		// In the next window, where this window's count is the previous.
-		t = s.ts + 2*p.period - (lim-p.cost)/s.q*p.period
+		t = ts + 2*p.period - (lim-p.cost)/cur*p.period
 	}
 	return math.Max(0, t-now)
 }
 
 func slidingLog(s *state, now float64, p params) verdict {
 	s.init = true
-	cut := 0
-	for cut < len(s.log) && s.log[cut] <= now-p.period {
-		cut++
-	}
-	if cut > 0 {
-		s.log = append(s.log[:0], s.log[cut:]...)
-	}
-	n := float64(len(s.log))
+	s.log, s.alog = trimLog(s.log, now-p.period), trimLog(s.alog, now-p.period)
+	n, na := float64(len(s.log)), float64(len(s.alog))
 	al := admissionLimit(p)
 	var v verdict
 	switch {
 	case p.refund:
 		s.log = s.log[:max(0, len(s.log)-int(p.cost))]
-		n = float64(len(s.log))
+		s.alog = s.alog[:max(0, len(s.alog)-int(p.cost))]
+		n, na = float64(len(s.log)), float64(len(s.alog))
 	case n+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, s.log[int(n+p.cost-p.limit)-1]+p.period-now
-	case n+p.cost > al:
-		v.reason, v.retry = Shed, s.log[int(n+p.cost-al)-1]+p.period-now
-	default:
-		for i := 0; i < int(p.cost); i++ {
-			s.log = append(s.log, now)
-		}
+	case na+p.cost > al:
+		s.log = appendN(s.log, now, int(p.cost)) // a shed request spends quota, not admission
 		n += p.cost
+		v.reason, v.retry = Shed, s.alog[int(na+p.cost-al)-1]+p.period-now
+		if n+p.cost > p.limit {
+			v.retry = math.Max(v.retry, s.log[int(n+p.cost-p.limit)-1]+p.period-now)
+		}
+	default:
+		s.log, s.alog = appendN(s.log, now, int(p.cost)), appendN(s.alog, now, int(p.cost))
+		n, na = n+p.cost, na+p.cost
 	}
-	v.remaining = math.Max(0, math.Min(p.limit, al)-n)
+	v.remaining = math.Max(0, math.Min(p.limit-n, al-na))
 	if len(s.log) > 0 {
 		v.reset = s.log[len(s.log)-1] + p.period - now
 	}
 	v.ttl = p.period
 	return v
+}
+
+// trimLog drops the entries at or before cut.
+func trimLog(log []float64, cut float64) []float64 {
+	i := 0
+	for i < len(log) && log[i] <= cut {
+		i++
+	}
+	if i > 0 {
+		log = append(log[:0], log[i:]...)
+	}
+	return log
+}
+
+// appendN appends n copies of x.
+func appendN(log []float64, x float64, n int) []float64 {
+	for i := 0; i < n; i++ {
+		log = append(log, x)
+	}
+	return log
 }

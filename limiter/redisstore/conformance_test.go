@@ -105,10 +105,18 @@ var scenarios = []struct {
 	{"token bucket: multiplier sheds before quota", limiter.Rule{Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
 		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 0, m: 0.5, want: d(shed, 10, 0, 200*ms, 100*ms)},
-		{at: 100 * ms, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
+		// Shed: the request spends quota (3 → 2 tokens), not admission.
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 100*ms)},
+		{at: 100 * ms, m: 0.5, want: d(ok, 10, 0, 300*ms, 0)},
 		// Back at 1: only the quota counts, as in a plain bucket.
-		{at: 100 * ms, m: 1, want: d(ok, 10, 2, 300*ms, 0)},
+		{at: 100 * ms, m: 1, want: d(ok, 10, 1, 400*ms, 0)},
+	}},
+	{"token bucket: shed requests spend quota, then 429", limiter.Rule{Limit: 10, Period: time.Second, Burst: 4}, []step{
+		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
+		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 400*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(over, 10, 0, 400*ms, 100*ms)},
 	}},
 	{"gcra: burst, refill, full again", limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},
@@ -119,7 +127,7 @@ var scenarios = []struct {
 	{"gcra: multiplier", limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 4}, []step{
 		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
 		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 0, m: 0.5, want: d(shed, 10, 0, 200*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 200*ms)}, // spends quota
 	}},
 	{"leaky bucket: fill, drain", limiter.Rule{Algorithm: limiter.LeakyBucket, Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},
@@ -127,7 +135,7 @@ var scenarios = []struct {
 		{at: 100 * ms, want: d(ok, 10, 0, 500*ms, 0)},
 		{at: 1000 * ms, want: d(ok, 10, 4, 100*ms, 0)},
 		{at: 1000 * ms, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 1000 * ms, m: 0.5, want: d(shed, 10, 0, 200*ms, 100*ms)},
+		{at: 1000 * ms, m: 0.5, want: d(shed, 10, 0, 300*ms, 100*ms)}, // spends quota
 	}},
 	{"fixed window", limiter.Rule{Algorithm: limiter.FixedWindow, Limit: 10, Period: time.Second, Burst: 99}, []step{
 		{at: 0, cost: 10, want: d(ok, 10, 0, 1000*ms, 0)},
@@ -135,6 +143,22 @@ var scenarios = []struct {
 		{at: 1000 * ms, want: d(ok, 10, 9, 1000*ms, 0)},
 		{at: 1000 * ms, key: "m", cost: 5, m: 0.5, want: d(ok, 10, 0, 1000*ms, 0)},
 		{at: 1250 * ms, key: "m", m: 0.5, want: d(shed, 10, 0, 750*ms, 750*ms)},
+	}},
+	{"fixed window: shed requests spend quota, then 429", limiter.Rule{Algorithm: limiter.FixedWindow, Limit: 4, Period: time.Second}, []step{
+		{at: 0, m: 0.5, want: d(ok, 4, 1, 1000*ms, 0)},
+		{at: 0, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
+		{at: 0, m: 0.5, want: d(shed, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, want: d(shed, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, want: d(over, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, refund: true, want: d(ok, 4, 1, 1000*ms, 0)},
+	}},
+	{"sliding window log: shed requests spend quota, then 429", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 4, Period: time.Second}, []step{
+		{at: 0, m: 0.5, want: d(ok, 4, 1, 1000*ms, 0)},
+		{at: 100 * ms, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
+		{at: 200 * ms, m: 0.5, want: d(shed, 4, 0, 1000*ms, 800*ms)},
+		{at: 300 * ms, m: 0.5, want: d(shed, 4, 0, 1000*ms, 700*ms)},
+		{at: 400 * ms, m: 0.5, want: d(over, 4, 0, 900*ms, 600*ms)},
+		{at: 1000 * ms, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
 	}},
 	{"sliding window counter", limiter.Rule{Algorithm: limiter.SlidingWindowCounter, Limit: 10, Period: time.Second}, []step{
 		{at: 0, cost: 10, want: d(ok, 10, 0, 2000*ms, 0)},

@@ -28,7 +28,7 @@ local nq, na = tq + t * cost, tqa + ta * cost
 local reason, retry = 0, 0
 if refund then tq, tqa = math.max(now, tq - t * cost), math.max(now, tqa - ta * cost)
 elseif nq - now > tol then reason, retry = 1, nq - now - tol
-elseif na - now > tola then reason, retry = 2, na - now - tola
+elseif na - now > tola then tq = nq; reason, retry = 2, math.max(na - now - tola, nq + t * cost - now - tol)
 else tq, tqa = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps))
 redis.call('HSET', KEYS[1], 'q', tq, 'a', tqa)

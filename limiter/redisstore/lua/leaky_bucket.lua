@@ -28,7 +28,7 @@ if m >= 1 then la = lq end
 local reason, retry = 0, 0
 if refund then lq, la = math.max(0, lq - cost), math.max(0, la - cost)
 elseif lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
-elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
+elseif la + cost > capa then lq = lq + cost; reason, retry = 2, math.max((la + cost - capa) / arate, (lq + cost - burst) / rate)
 else lq, la = lq + cost, la + cost end
 local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
 local reset = lq / rate

@@ -28,7 +28,7 @@ if m >= 1 then a = q end
 local reason, retry = 0, 0
 if refund then q, a = math.min(burst, q + cost), math.min(capa, a + cost)
 elseif q < cost then reason, retry = 1, (cost - q) / rate
-elseif a < cost then reason, retry = 2, (cost - a) / arate
+elseif a < cost then q = q - cost; reason, retry = 2, math.max((cost - a) / arate, (cost - q) / rate)
 else q, a = q - cost, a - cost end
 local remaining = math.floor(math.min(q, a) + eps)
 local reset = (burst - q) / rate
