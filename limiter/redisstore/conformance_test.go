@@ -263,3 +263,47 @@ func TestPeekSpendsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestGCRAHighRates: at any rate, 1,000 requests at one instant admit the
+// burst and no more. Absolute µs timestamps in float64 have a step of
+// 0.25 µs, coarser than the emission interval at these rates.
+func TestGCRAHighRates(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore storeFactory) {
+		for _, limit := range []int64{1e6, 3e6, 6e6, 1e7, 1e9} {
+			clock := fakeclock.New(t0.Add(123_456_789 * time.Nanosecond))
+			s := newStore(t, clock.Now)
+			rule := limiter.Rule{Algorithm: limiter.GCRA, Limit: limit, Period: time.Second, Burst: 10}
+			admitted := 0
+			for i := 0; i < 1000; i++ {
+				d, err := s.Decide(context.Background(), limiter.Request{Key: "hi", Rule: rule})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed {
+					admitted++
+				}
+			}
+			if admitted != 10 {
+				t.Errorf("limit %d/s, burst 10: %d of 1000 admitted at one instant, want 10", limit, admitted)
+			}
+		}
+	})
+}
+
+// TestGCRAReadsOlderState: state written by a version that kept absolute
+// theoretical arrival times (no ts field) is read as the backlog it meant.
+func TestGCRAReadsOlderState(t *testing.T) {
+	r := testenv.StartRedis(t)
+	clock := fakeclock.New(t0)
+	s := redisstore.New(r.Client(), limiter.WithPrefix("old:"), limiter.WithClock(clock.Now))
+	tat := t0.Add(300 * ms).UnixMicro()
+	ctx := context.Background()
+	if err := r.Client().HSet(ctx, s.Key(limiter.GCRA, "k"), "q", tat, "a", tat).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rule := limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}
+	got, err := s.Decide(ctx, limiter.Request{Key: "k", Rule: rule})
+	if want := d(ok, 10, 1, 400*ms, 0); err != nil || got != want {
+		t.Fatalf("after an old state 300 ms ahead: %+v %v, want %+v", got, err, want)
+	}
+}
