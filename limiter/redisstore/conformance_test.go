@@ -178,6 +178,17 @@ var scenarios = []struct {
 		{at: 100 * ms, refund: true, want: d(ok, 3, 1, 900*ms, 0)},
 		{at: 100 * ms, want: d(ok, 3, 0, 1000*ms, 0)},
 	}},
+	// Entry names once collided after a refund: unpadded "-9" sorted above
+	// "-12", so ZPOPMAX removed "-9" and the next take overwrote "-12".
+	{"sliding window log: refund then take at one instant", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 20, Period: time.Second}, []step{
+		{at: 0, cost: 12, want: d(ok, 20, 8, 1000*ms, 0)},
+		{at: 0, refund: true, want: d(ok, 20, 9, 1000*ms, 0)},
+		{at: 0, want: d(ok, 20, 8, 1000*ms, 0)},
+		{at: 0, cost: 8, want: d(ok, 20, 0, 1000*ms, 0)},
+		{at: 0, want: d(over, 20, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, refund: true, want: d(ok, 20, 0, 1000*ms, 0)},
+		{at: 0, m: 0.5, refund: true, want: d(ok, 20, 0, 1000*ms, 0)},
+	}},
 	{"sliding window log", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 3, Period: time.Second}, []step{
 		{at: 0, want: d(ok, 3, 2, 1000*ms, 0)},
 		{at: 100 * ms, cost: 2, want: d(ok, 3, 0, 1000*ms, 0)},

@@ -25,11 +25,15 @@ local function score_at(k, i)
   local r = redis.call('ZRANGE', k, i, i, 'WITHSCORES')
   return tonumber(r[2])
 end
-local function add(k, from)
+-- Members at one score are named score-000000000001, -2, ... in order, so
+-- that ZPOPMAX (largest score, then largest name) pops the newest and the
+-- next add, numbering after those left at that score, never overwrites one.
+local function add(k)
+  local c = redis.call('ZCOUNT', k, f(now), f(now))
   local batch = {}
   for i = 1, cost do
     batch[#batch + 1] = f(now)
-    batch[#batch + 1] = f(now) .. '-' .. (from + i)
+    batch[#batch + 1] = f(now) .. '-' .. string.format('%012d', c + i)
     if #batch >= 1000 or i == cost then
       redis.call('ZADD', k, unpack(batch))
       batch = {}
@@ -43,13 +47,13 @@ if refund then
   n, na = redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])
 elseif n + cost > limit then reason, retry = 1, score_at(KEYS[1], n + cost - limit - 1) + period - now
 elseif na + cost > al then
-  add(KEYS[1], n)
+  add(KEYS[1])
   n = n + cost
   reason, retry = 2, score_at(KEYS[2], na + cost - al - 1) + period - now
   if n + cost > limit then retry = math.max(retry, score_at(KEYS[1], n + cost - limit - 1) + period - now) end
 else
-  add(KEYS[1], n)
-  add(KEYS[2], na)
+  add(KEYS[1])
+  add(KEYS[2])
   n, na = n + cost, na + cost
 end
 local reset = 0
