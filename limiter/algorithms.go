@@ -49,7 +49,7 @@ func paramsOf(r *Request) params {
 type state struct {
 	init           bool
 	q, a, c, d, ts float64
-	log, alog      []float64
+	log, alog      timeLog
 }
 
 // verdict is an algorithm's answer, in µs.

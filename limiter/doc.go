@@ -46,7 +46,8 @@
 //
 // TokenBucket, GCRA and LeakyBucket admit at most Burst at once and Limit per
 // Period on average. The window algorithms ignore Burst: SlidingWindowLog is
-// exact (at most Limit in any Period); FixedWindow and SlidingWindowCounter
+// exact (at most Limit in any Period) and keeps one entry per request, so
+// its Limit is at most MaxLogLimit; FixedWindow and SlidingWindowCounter
 // may admit up to 2×Limit across a window boundary, so their effective burst
 // is 2×Limit.
 //

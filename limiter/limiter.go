@@ -123,6 +123,11 @@ func (r Rule) Capacity() int64 {
 
 const maxPeriod = 366 * 24 * time.Hour
 
+// MaxLogLimit is the largest Limit a SlidingWindowLog rule may have: the log
+// keeps one entry per request, so each call costs O(Limit) in Redis and
+// memory per key.
+const MaxLogLimit = 10_000
+
 // Validate reports what is wrong with r, naming the field.
 func (r Rule) Validate() error {
 	switch {
@@ -136,6 +141,9 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: rule %q: fallback policy %d unknown", ErrInvalid, r.Name, r.Fallback)
 	case r.Burst < 0 || r.Burst > 1e12:
 		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
+	case r.Algorithm == SlidingWindowLog && r.Limit > MaxLogLimit:
+		return fmt.Errorf("%w: rule %q: limit %d exceeds %d, the most sliding_window_log keeps per key "+
+			"(one entry per request; use sliding_window_counter)", ErrInvalid, r.Name, r.Limit, MaxLogLimit)
 	}
 	return nil
 }

@@ -97,7 +97,9 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	}
 	e := sh.entry(k, us, m.perShard)
 	if e.alg != req.Rule.Algorithm || e.expire <= us {
-		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log[:0], alog: e.st.alog[:0]}
+		e.st.log.reset() // keep the logs' buffers
+		e.st.alog.reset()
+		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log, alog: e.st.alog}
 	}
 	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(&req))
 	e.expire = us + (math.Ceil(v.ttl/1000)+1000)*1000

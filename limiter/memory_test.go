@@ -117,3 +117,19 @@ func TestMemoryExpiresIdleKeys(t *testing.T) {
 		t.Fatalf("len %d overflows %d: expired keys were not reclaimed", s.Len(), s.Overflows())
 	}
 }
+
+// BenchmarkSlidingLogFull: a key at the sliding log's cap, where each call
+// drops one entry and adds one. The log is never copied on a call.
+func BenchmarkSlidingLogFull(b *testing.B) {
+	s := limiter.NewMemory()
+	rule := limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: limiter.MaxLogLimit, Period: 10 * time.Second}
+	step := rule.Period / time.Duration(rule.Limit)
+	now := t0
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(step)
+		if _, err := s.DecideAt(now, limiter.Request{Key: "k", Rule: rule}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -63,52 +63,68 @@ func counterRetry(cur, prev, ts, now float64, p params, lim float64) float64 {
 
 func slidingLog(s *state, now float64, p params) verdict {
 	s.init = true
-	s.log, s.alog = trimLog(s.log, now-p.period), trimLog(s.alog, now-p.period)
-	n, na := float64(len(s.log)), float64(len(s.alog))
+	s.log.trim(now - p.period)
+	s.alog.trim(now - p.period)
+	n, na := float64(s.log.len()), float64(s.alog.len())
 	al := admissionLimit(p)
 	var v verdict
 	switch {
 	case p.refund:
-		s.log = s.log[:max(0, len(s.log)-int(p.cost))]
-		s.alog = s.alog[:max(0, len(s.alog)-int(p.cost))]
-		n, na = float64(len(s.log)), float64(len(s.alog))
+		s.log.pop(int(p.cost))
+		s.alog.pop(int(p.cost))
+		n, na = float64(s.log.len()), float64(s.alog.len())
 	case n+p.cost > p.limit:
-		v.reason, v.retry = OverQuota, s.log[int(n+p.cost-p.limit)-1]+p.period-now
+		v.reason, v.retry = OverQuota, s.log.at(int(n+p.cost-p.limit)-1)+p.period-now
 	case na+p.cost > al:
-		s.log = appendN(s.log, now, int(p.cost)) // a shed request spends quota, not admission
+		s.log.push(now, int(p.cost)) // a shed request spends quota, not admission
 		n += p.cost
-		v.reason, v.retry = Shed, s.alog[int(na+p.cost-al)-1]+p.period-now
+		v.reason, v.retry = Shed, s.alog.at(int(na+p.cost-al)-1)+p.period-now
 		if n+p.cost > p.limit {
-			v.retry = math.Max(v.retry, s.log[int(n+p.cost-p.limit)-1]+p.period-now)
+			v.retry = math.Max(v.retry, s.log.at(int(n+p.cost-p.limit)-1)+p.period-now)
 		}
 	default:
-		s.log, s.alog = appendN(s.log, now, int(p.cost)), appendN(s.alog, now, int(p.cost))
+		s.log.push(now, int(p.cost))
+		s.alog.push(now, int(p.cost))
 		n, na = n+p.cost, na+p.cost
 	}
 	v.remaining = math.Max(0, math.Min(p.limit-n, al-na))
-	if len(s.log) > 0 {
-		v.reset = s.log[len(s.log)-1] + p.period - now
+	if s.log.len() > 0 {
+		v.reset = s.log.at(s.log.len()-1) + p.period - now
 	}
 	v.ttl = p.period
 	return v
 }
 
-// trimLog drops the entries at or before cut.
-func trimLog(log []float64, cut float64) []float64 {
-	i := 0
-	for i < len(log) && log[i] <= cut {
-		i++
-	}
-	if i > 0 {
-		log = append(log[:0], log[i:]...)
-	}
-	return log
+// timeLog is a sliding log: buf[head:] are the timestamps, oldest first.
+// Trimming moves head; entries are moved to the front only when a push
+// finds buf full, so each entry is copied O(1) times on average.
+type timeLog struct {
+	buf  []float64
+	head int
 }
 
-// appendN appends n copies of x.
-func appendN(log []float64, x float64, n int) []float64 {
-	for i := 0; i < n; i++ {
-		log = append(log, x)
+func (l *timeLog) len() int         { return len(l.buf) - l.head }
+func (l *timeLog) at(i int) float64 { return l.buf[l.head+i] }
+func (l *timeLog) reset()           { l.buf, l.head = l.buf[:0], 0 }
+func (l *timeLog) pop(n int)        { l.buf = l.buf[:max(l.head, len(l.buf)-n)] }
+
+// trim drops the entries at or before cut.
+func (l *timeLog) trim(cut float64) {
+	for l.head < len(l.buf) && l.buf[l.head] <= cut {
+		l.head++
 	}
-	return log
+	if l.head == len(l.buf) {
+		l.reset()
+	}
+}
+
+// push appends n copies of x.
+func (l *timeLog) push(x float64, n int) {
+	if len(l.buf)+n > cap(l.buf) && l.head > 0 {
+		l.buf = l.buf[:copy(l.buf, l.buf[l.head:])]
+		l.head = 0
+	}
+	for i := 0; i < n; i++ {
+		l.buf = append(l.buf, x)
+	}
 }

@@ -242,6 +242,8 @@ func testInvalid(t *testing.T, s limiter.Store) {
 		{"NaN multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: math.NaN()}},
 		{"Inf multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: math.Inf(1)}},
 		{"negative multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: -0.5}},
+		{"sliding log over its cap", limiter.Request{Key: "k", Rule: limiter.Rule{Algorithm: limiter.SlidingWindowLog,
+			Limit: limiter.MaxLogLimit + 1, Period: time.Second}}},
 	}
 	for _, b := range bad {
 		if _, err := s.Decide(context.Background(), b.req); !errors.Is(err, limiter.ErrInvalid) {
