@@ -102,7 +102,7 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log, alog: e.st.alog}
 	}
 	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(&req))
-	e.expire = us + (math.Ceil(v.ttl/1000)+1000)*1000
+	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(&req, v), nil
 }
@@ -169,7 +169,7 @@ func decisionOf(r *Request, v verdict) Decision {
 
 // DecisionOf turns a store's answer into a Decision: the reason, what the
 // key may still spend, and the microseconds until its quota is whole again
-// (reset) and until this request would pass (retry). Stores other than
+// (reset) and until this request would pass (retry), each at most MaxWait. Stores other than
 // Memory (the Redis store) build their decisions with it.
 func DecisionOf(r *Request, reason Reason, remaining, resetUs, retryUs float64) Decision {
 	return Decision{
@@ -177,9 +177,17 @@ func DecisionOf(r *Request, reason Reason, remaining, resetUs, retryUs float64) 
 		Reason:     reason,
 		Limit:      r.Rule.Limit,
 		Remaining:  int64(remaining),
-		ResetAfter: time.Duration(math.Ceil(resetUs)) * time.Microsecond,
-		RetryAfter: time.Duration(math.Ceil(retryUs)) * time.Microsecond,
+		ResetAfter: micros(resetUs),
+		RetryAfter: micros(retryUs),
 	}
+}
+
+// micros is us rounded up, within [0, MaxWait].
+func micros(us float64) time.Duration {
+	if !(us > 0) { // NaN too
+		return 0
+	}
+	return time.Duration(math.Ceil(math.Min(us, maxMicros))) * time.Microsecond
 }
 
 // Ready reports that the in-memory store can decide: always nil.

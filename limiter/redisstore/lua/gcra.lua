@@ -14,6 +14,7 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local t = period / limit
 local ta = t / m
@@ -37,5 +38,5 @@ else bq, ba = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - bq) / t, (tola - ba) / ta) + eps))
 redis.call('HSET', KEYS[1], 'q', bq, 'a', ba, 'ts', math.max(ts, now))
 local reset, ttl = bq, math.max(bq, ba)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -14,6 +14,7 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local ws = math.floor(now / period) * period
 local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'c', 'd', 'ts')
@@ -53,5 +54,5 @@ local ttl = ws + 2 * period - now
 local reset = 0
 if q > 0 then reset = ttl elseif a > 0 then reset = ws + period - now end
 redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'c', c, 'd', d, 'ts', ts)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -14,6 +14,7 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local function f(x) return string.format('%.17g', x) end
 -- KEYS[1] logs every unit sent that was not over quota, KEYS[2] the units admitted.
@@ -60,5 +61,5 @@ local reset = 0
 if n > 0 then reset = score_at(KEYS[1], -1) + period - now end
 local remaining, ttl = math.max(0, math.min(limit - n, al - na)), period
 redis.call('PEXPIRE', KEYS[2], math.ceil(ttl / 1000) + 1000)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
