@@ -9,7 +9,9 @@ import (
 // scripts.go perform the same floating-point operations in the same order, so
 // the in-memory and Redis stores agree to the microsecond; the conformance
 // suite holds them to it. Time is in microseconds, as float64 (exact up to
-// 2^53 µs, well past the year 2200).
+// 2^53 µs, well past the year 2200, for whole µs). Fractions of a µs are
+// not: near today's 1.7e15 µs the step is 0.25 µs, so state that sums small
+// intervals (GCRA) is kept relative to its last update, never absolute.
 
 // eps absorbs float error before flooring counts (e.g. 0.29×100).
 const eps = 1e-9
@@ -34,15 +36,20 @@ func paramsOf(r *Request) params {
 // state is one key's state. Which fields mean what depends on the algorithm:
 //
 //	TokenBucket:          q, a = tokens in the quota / admission bucket; ts = last update
-//	GCRA:                 q, a = theoretical arrival times
+//	GCRA:                 q, a = theoretical arrival times − ts (backlogs); ts = last update
 //	LeakyBucket:          q, a = water levels; ts = last update
-//	FixedWindow:          q = count; ts = window start
-//	SlidingWindowCounter: q = current count, a = previous count; ts = window start
-//	SlidingWindowLog:     log = one timestamp per admitted unit, oldest first
+//	FixedWindow:          q = units sent, c = units admitted; ts = window start
+//	SlidingWindowCounter: q, a = units sent in the current / previous window,
+//	                      c, d = units admitted in them; ts = window start
+//	SlidingWindowLog:     log = one timestamp per unit sent, alog = per unit
+//	                      admitted, oldest first
+//
+// The quota side counts every unit sent that was not over quota (admitted or
+// shed); the admission side counts only admitted units.
 type state struct {
-	init     bool
-	q, a, ts float64
-	log      []float64
+	init           bool
+	q, a, c, d, ts float64
+	log, alog      timeLog
 }
 
 // verdict is an algorithm's answer, in µs.
@@ -94,7 +101,8 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	case q < p.cost:
 		v.reason, v.retry = OverQuota, (p.cost-q)/rate
 	case a < p.cost:
-		v.reason, v.retry = Shed, (p.cost-a)/arate
+		q -= p.cost // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max((p.cost-a)/arate, (p.cost-q)/rate)
 	default:
 		q, a = q-p.cost, a-p.cost
 	}
@@ -105,36 +113,42 @@ func tokenBucket(s *state, now float64, p params) verdict {
 	return v
 }
 
+// gcra keeps each theoretical arrival time as a backlog relative to ts,
+// the last update, rather than as an absolute time: absolute µs in float64
+// have a step of 0.25 µs today, coarser than the emission interval at
+// rates above a few million per second. now − ts is exact (whole µs).
 func gcra(s *state, now float64, p params) verdict {
 	t := p.period / p.limit
 	ta := t / p.m
 	tol := t * p.burst
 	tola := ta * admissionCap(p)
 	if !s.init {
-		s.init, s.q, s.a = true, now, now
+		s.init, s.q, s.a, s.ts = true, 0, 0, now
 	}
-	tq := math.Max(s.q, now)
-	tqa := math.Max(s.a, now)
+	el := math.Max(0, now-s.ts)
+	bq := math.Max(0, s.q-el) // TAT − now
+	ba := math.Max(0, s.a-el)
 	if p.m >= 1 {
-		tqa = tq
+		ba = bq
 	}
-	nq := tq + t*p.cost
-	na := tqa + ta*p.cost
+	nq := bq + t*p.cost
+	na := ba + ta*p.cost
 	var v verdict
 	switch {
 	case p.refund:
-		tq, tqa = math.Max(now, tq-t*p.cost), math.Max(now, tqa-ta*p.cost)
-	case nq-now > tol:
-		v.reason, v.retry = OverQuota, nq-now-tol
-	case na-now > tola:
-		v.reason, v.retry = Shed, na-now-tola
+		bq, ba = math.Max(0, bq-t*p.cost), math.Max(0, ba-ta*p.cost)
+	case nq-tol > eps*t: // eps: the backlog sums t, tol multiplies it
+		v.reason, v.retry = OverQuota, nq-tol
+	case na-tola > eps*ta:
+		bq = nq // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max(na-tola, nq+t*p.cost-tol)
 	default:
-		tq, tqa = nq, na
+		bq, ba = nq, na
 	}
-	v.remaining = math.Max(0, math.Floor(math.Min((tol-(tq-now))/t, (tola-(tqa-now))/ta)+eps))
-	v.reset = tq - now
-	v.ttl = math.Max(tq, tqa) - now
-	s.q, s.a = tq, tqa
+	v.remaining = math.Max(0, math.Floor(math.Min((tol-bq)/t, (tola-ba)/ta)+eps))
+	v.reset = bq
+	v.ttl = math.Max(bq, ba)
+	s.q, s.a, s.ts = bq, ba, math.Max(s.ts, now)
 	return v
 }
 
@@ -158,7 +172,8 @@ func leakyBucket(s *state, now float64, p params) verdict {
 	case lq+p.cost > p.burst:
 		v.reason, v.retry = OverQuota, (lq+p.cost-p.burst)/rate
 	case la+p.cost > capa:
-		v.reason, v.retry = Shed, (la+p.cost-capa)/arate
+		lq += p.cost // a shed request spends quota, not admission
+		v.reason, v.retry = Shed, math.Max((la+p.cost-capa)/arate, (lq+p.cost-p.burst)/rate)
 	default:
 		lq, la = lq+p.cost, la+p.cost
 	}
@@ -172,22 +187,23 @@ func leakyBucket(s *state, now float64, p params) verdict {
 func fixedWindow(s *state, now float64, p params) verdict {
 	ws := math.Floor(now/p.period) * p.period
 	if !s.init || s.ts != ws {
-		s.init, s.q, s.ts = true, 0, ws
+		s.init, s.q, s.c, s.ts = true, 0, 0, ws
 	}
 	al := admissionLimit(p)
 	end := ws + p.period - now
 	var v verdict
 	switch {
 	case p.refund:
-		s.q = math.Max(0, s.q-p.cost)
+		s.q, s.c = math.Max(0, s.q-p.cost), math.Max(0, s.c-p.cost)
 	case s.q+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, end
-	case s.q+p.cost > al:
+	case s.c+p.cost > al:
+		s.q += p.cost // a shed request spends quota, not admission
 		v.reason, v.retry = Shed, end
 	default:
-		s.q += p.cost
+		s.q, s.c = s.q+p.cost, s.c+p.cost
 	}
-	v.remaining = math.Max(0, math.Min(p.limit, al)-s.q)
+	v.remaining = math.Max(0, math.Min(p.limit-s.q, al-s.c))
 	v.reset, v.ttl = end, end
 	return v
 }

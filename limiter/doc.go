@@ -11,14 +11,24 @@
 // # Quota and load
 //
 // Every request carries the tier multiplier m published by the controller
-// (1 when the service is healthy). Each algorithm keeps two limits in ONE key,
-// updated in one atomic step, and admits only when both hold:
+// (1 when the service is healthy). Each algorithm keeps two limits in ONE key
+// (the sliding log: two keys in one cluster slot), updated in one atomic
+// step, and admits only when both hold:
 //
-//   - the quota limit, at the rule's base rate: empty → OverQuota;
-//   - the admission limit, at base × m: quota fine but admission empty → Shed.
+//   - the quota limit, at the rule's base rate, counts every request the
+//     client sent, admitted or shed: empty → OverQuota;
+//   - the admission limit, at base × m, counts only admitted requests: quota
+//     fine but admission empty → Shed.
 //
-// A refused request consumes nothing from either. With m = 1 the two are
-// identical and every algorithm behaves exactly like its plain version.
+// OverQuota is checked first, and an over-quota request consumes nothing. A
+// shed request spends quota but not admission. So a client whose offered rate
+// stays under its quota is never refused with OverQuota, only shed by the
+// multiplier; a client above its quota exhausts it and gets OverQuota
+// whatever m is: 503 is for requests the client had every right to send.
+// A shed decision's RetryAfter is when both limits would admit the request.
+// A refund (a later rule refused) gives back to both limits. With m ≥ 1 no
+// request is shed, the two limits are identical and every algorithm behaves
+// exactly like its plain version.
 //
 // How m applies per algorithm:
 //
@@ -28,14 +38,16 @@
 //     tolerance for max(burst×m, cost) requests.
 //   - LeakyBucket (as a meter): a second meter draining at rate×m with
 //     capacity max(burst×m, cost).
-//   - FixedWindow, SlidingWindowLog, SlidingWindowCounter: the same window
-//     state, judged against a second limit max(floor(limit×m), cost).
+//   - FixedWindow, SlidingWindowLog, SlidingWindowCounter: a second count (or
+//     log) of the admitted requests in the same windows, judged against a
+//     second limit max(floor(limit×m), cost).
 //
 // # Algorithms and burst
 //
 // TokenBucket, GCRA and LeakyBucket admit at most Burst at once and Limit per
 // Period on average. The window algorithms ignore Burst: SlidingWindowLog is
-// exact (at most Limit in any Period); FixedWindow and SlidingWindowCounter
+// exact (at most Limit in any Period) and keeps one entry per request, so
+// its Limit is at most MaxLogLimit; FixedWindow and SlidingWindowCounter
 // may admit up to 2×Limit across a window boundary, so their effective burst
 // is 2×Limit.
 //

@@ -123,6 +123,25 @@ func (r Rule) Capacity() int64 {
 
 const maxPeriod = 366 * 24 * time.Hour
 
+// MaxWait is the longest ResetAfter or RetryAfter a Decision reports:
+// 9e15 µs, about 285 years, just below the largest Duration (about 292
+// years) and exact as a float64. Validate refuses a rule whose burst takes
+// longer than that to refill; a RetryAfter longer than that (a tiny
+// multiplier on a slow rule) is reported as MaxWait.
+const MaxWait = maxMicros * time.Microsecond
+
+const maxMicros = 9e15
+
+// MinMultiplier is the smallest multiplier a store applies: a request's
+// smaller positive multiplier counts as MinMultiplier, so that the
+// admission limit's intervals stay finite.
+const MinMultiplier = 1e-6
+
+// MaxLogLimit is the largest Limit a SlidingWindowLog rule may have: the log
+// keeps one entry per request, so each call costs O(Limit) in Redis and
+// memory per key.
+const MaxLogLimit = 10_000
+
 // Validate reports what is wrong with r, naming the field.
 func (r Rule) Validate() error {
 	switch {
@@ -136,6 +155,13 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: rule %q: fallback policy %d unknown", ErrInvalid, r.Name, r.Fallback)
 	case r.Burst < 0 || r.Burst > 1e12:
 		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
+	case !r.Algorithm.IsWindow() && float64(r.Capacity())*float64(r.Period)/float64(r.Limit) > float64(MaxWait):
+		return fmt.Errorf("%w: rule %q: burst %d refills in %.0f years at limit %d per %v, longer than MaxWait (%.0f years)",
+			ErrInvalid, r.Name, r.Capacity(), float64(r.Capacity())*r.Period.Hours()/float64(r.Limit)/(24*365.25),
+			r.Limit, r.Period, MaxWait.Hours()/(24*365.25))
+	case r.Algorithm == SlidingWindowLog && r.Limit > MaxLogLimit:
+		return fmt.Errorf("%w: rule %q: limit %d exceeds %d, the most sliding_window_log keeps per key "+
+			"(one entry per request; use sliding_window_counter)", ErrInvalid, r.Name, r.Limit, MaxLogLimit)
 	}
 	return nil
 }
@@ -146,7 +172,7 @@ type Request struct {
 	Rule Rule
 	Cost int64 // tokens this request spends; 0 means 1
 	// Multiplier scales the admission limit (see the package doc): 1 when
-	// healthy, in (0, ∞). 0 means 1.
+	// healthy, in (0, ∞). 0 means 1; below MinMultiplier means MinMultiplier.
 	Multiplier float64
 	Tier       string // for metrics only
 	// Refund gives Cost back to the key instead of spending it: used when a
@@ -166,6 +192,8 @@ func (r *Request) Normalize() error {
 	}
 	if r.Multiplier == 0 {
 		r.Multiplier = 1
+	} else if r.Multiplier > 0 && r.Multiplier < MinMultiplier {
+		r.Multiplier = MinMultiplier
 	}
 	switch {
 	case r.Key == "":
@@ -206,8 +234,8 @@ type Decision struct {
 	Reason     Reason
 	Limit      int64         // the rule's Limit per Period
 	Remaining  int64         // what the key may still spend now (≥ 0)
-	ResetAfter time.Duration // until the quota is whole again
-	RetryAfter time.Duration // until this request would pass; 0 when allowed
+	ResetAfter time.Duration // until the quota is whole again; at most MaxWait
+	RetryAfter time.Duration // until this request would pass; 0 when allowed; at most MaxWait
 	Fallback   bool          // decided by a fallback path, not the shared store
 }
 

@@ -14,9 +14,11 @@ import (
 //
 // Keys are spread over shards, each with its own mutex. A key whose state
 // is back to fresh (its TTL passed) is forgotten. At most MaxKeys keys are
-// tracked; a new key beyond the cap is decided on its shard's shared
-// overflow state, so a flood of unique keys is limited like one client and
-// never evicts a key that is tracked.
+// tracked; a new key beyond the cap is decided on its shard's overflow state
+// for its rule name and algorithm, so a flood of unique keys is limited like
+// one client per rule and never evicts a key that is tracked. Overflow
+// states are kept per rule name, so rule names must come from configuration,
+// not from requests.
 type Memory struct {
 	seed     maphash.Seed
 	shards   []memShard
@@ -30,12 +32,23 @@ type memKey struct {
 }
 
 type memShard struct {
-	mu        sync.Mutex // guards every field below
-	m         map[memKey]*memEntry
-	overflow  memEntry
-	overflows uint64
-	inserts   uint32
-	_         [40]byte // keep shards on separate cache lines
+	mu       sync.Mutex // guards every field below
+	m        map[memKey]*memEntry
+	overflow map[overflowKey]*overflowEntry
+	inserts  uint32
+	_        [40]byte // keep shards on separate cache lines
+}
+
+// overflowKey names the state shared by the keys of one rule and algorithm
+// beyond the cap.
+type overflowKey struct {
+	rule string
+	alg  Algorithm
+}
+
+type overflowEntry struct {
+	memEntry
+	n uint64 // decisions made on it
 }
 
 type memEntry struct {
@@ -65,6 +78,7 @@ func NewMemory(opts ...Option) *Memory {
 	}
 	for i := range m.shards {
 		m.shards[i].m = make(map[memKey]*memEntry)
+		m.shards[i].overflow = make(map[overflowKey]*overflowEntry)
 	}
 	return m
 }
@@ -95,18 +109,20 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	} else {
 		us = float64(m.now().UnixMicro())
 	}
-	e := sh.entry(k, us, m.perShard)
+	e := sh.entry(k, req.Rule.Name, us, m.perShard)
 	if e.alg != req.Rule.Algorithm || e.expire <= us {
-		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log[:0]}
+		e.st.log.reset() // keep the logs' buffers
+		e.st.alog.reset()
+		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log, alog: e.st.alog}
 	}
 	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(&req))
-	e.expire = us + (math.Ceil(v.ttl/1000)+1000)*1000
+	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(&req, v), nil
 }
 
 // entry finds or makes the entry for k. The caller holds sh.mu.
-func (sh *memShard) entry(k memKey, now float64, limit int) *memEntry {
+func (sh *memShard) entry(k memKey, rule string, now float64, limit int) *memEntry {
 	if e, ok := sh.m[k]; ok {
 		return e
 	}
@@ -115,12 +131,23 @@ func (sh *memShard) entry(k memKey, now float64, limit int) *memEntry {
 		sh.sweep(now, 128)
 	}
 	if len(sh.m) >= limit {
-		sh.overflows++
-		return &sh.overflow
+		return sh.overflowEntry(overflowKey{rule, k.alg})
 	}
 	e := &memEntry{alg: k.alg}
 	sh.m[memKey{k.alg, strings.Clone(k.key)}] = e
 	return e
+}
+
+// overflowEntry finds or makes the overflow state for ok and counts the
+// decision. The caller holds sh.mu.
+func (sh *memShard) overflowEntry(ok overflowKey) *memEntry {
+	o := sh.overflow[ok]
+	if o == nil {
+		o = &overflowEntry{memEntry: memEntry{alg: ok.alg}}
+		sh.overflow[overflowKey{strings.Clone(ok.rule), ok.alg}] = o
+	}
+	o.n++
+	return &o.memEntry
 }
 
 // sweep forgets up to budget visited entries whose state is fresh again.
@@ -147,14 +174,16 @@ func (m *Memory) Len() int {
 	return n
 }
 
-// Overflows counts the decisions made on overflow state because the cap was
-// reached.
-func (m *Memory) Overflows() uint64 {
-	var n uint64
+// Overflows counts, per rule name, the decisions made on overflow state
+// because the cap was reached. Rules with none are absent.
+func (m *Memory) Overflows() map[string]uint64 {
+	n := make(map[string]uint64)
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += sh.overflows
+		for k, o := range sh.overflow {
+			n[k.rule] += o.n
+		}
 		sh.mu.Unlock()
 	}
 	return n
@@ -167,7 +196,7 @@ func decisionOf(r *Request, v verdict) Decision {
 
 // DecisionOf turns a store's answer into a Decision: the reason, what the
 // key may still spend, and the microseconds until its quota is whole again
-// (reset) and until this request would pass (retry). Stores other than
+// (reset) and until this request would pass (retry), each at most MaxWait. Stores other than
 // Memory (the Redis store) build their decisions with it.
 func DecisionOf(r *Request, reason Reason, remaining, resetUs, retryUs float64) Decision {
 	return Decision{
@@ -175,9 +204,17 @@ func DecisionOf(r *Request, reason Reason, remaining, resetUs, retryUs float64) 
 		Reason:     reason,
 		Limit:      r.Rule.Limit,
 		Remaining:  int64(remaining),
-		ResetAfter: time.Duration(math.Ceil(resetUs)) * time.Microsecond,
-		RetryAfter: time.Duration(math.Ceil(retryUs)) * time.Microsecond,
+		ResetAfter: micros(resetUs),
+		RetryAfter: micros(retryUs),
 	}
+}
+
+// micros is us rounded up, within [0, MaxWait].
+func micros(us float64) time.Duration {
+	if !(us > 0) { // NaN too
+		return 0
+	}
+	return time.Duration(math.Ceil(math.Min(us, maxMicros))) * time.Microsecond
 }
 
 // Ready reports that the in-memory store can decide: always nil.

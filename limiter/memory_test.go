@@ -54,7 +54,7 @@ func TestMemoryCap(t *testing.T) {
 	if n := s.Len(); n > maxKeys || maxSeen > maxKeys {
 		t.Fatalf("tracked %d keys (max seen %d), cap %d", n, maxSeen, maxKeys)
 	}
-	if s.Overflows() == 0 {
+	if len(s.Overflows()) == 0 {
 		t.Fatal("no decision went to overflow state, so the cap was never reached")
 	}
 	victim.Cost = 1
@@ -87,6 +87,37 @@ func TestMemoryOverflowIsLimited(t *testing.T) {
 	}
 }
 
+// TestMemoryOverflowPerRuleAndAlgorithm: past the cap, keys of each rule
+// and algorithm share their own overflow state, so alternating algorithms
+// cannot reset it, and the overflowed decisions are counted per rule.
+func TestMemoryOverflowPerRuleAndAlgorithm(t *testing.T) {
+	clock := fakeclock.New(t0)
+	s := limiter.NewMemory(limiter.WithClock(clock.Now), limiter.WithMaxKeys(1), limiter.WithShards(1))
+	rules := []limiter.Rule{
+		{Name: "a", Algorithm: limiter.TokenBucket, Limit: 5, Period: time.Minute, Burst: 5},
+		{Name: "b", Algorithm: limiter.FixedWindow, Limit: 5, Period: time.Minute},
+		{Name: "b", Algorithm: limiter.TokenBucket, Limit: 5, Period: time.Minute, Burst: 5},
+	}
+	allowed := 0
+	for i := 0; i < 999; i++ {
+		d, err := s.Decide(context.Background(), limiter.Request{Key: fmt.Sprint("k", i), Rule: rules[i%3]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			allowed++
+		}
+	}
+	// k0 is tracked; the rest share three overflow states of 5 each.
+	if allowed != 1+3*5 {
+		t.Fatalf("allowed %d of 999 keys over cap 1 on three (rule, algorithm) pairs, want 16", allowed)
+	}
+	got := s.Overflows()
+	if len(got) != 2 || got["a"] != 332 || got["b"] != 666 {
+		t.Fatalf("overflows %v, want map[a:332 b:666]", got)
+	}
+}
+
 // TestMemoryExpiresIdleKeys: once a key's TTL passes it is forgotten, so
 // new keys are tracked again instead of overflowing.
 func TestMemoryExpiresIdleKeys(t *testing.T) {
@@ -103,8 +134,8 @@ func TestMemoryExpiresIdleKeys(t *testing.T) {
 	for i := 0; i < 64; i++ {
 		decide(fmt.Sprint("a", i))
 	}
-	if s.Len() != 64 || s.Overflows() != 0 {
-		t.Fatalf("len %d overflows %d, want 64 and 0", s.Len(), s.Overflows())
+	if s.Len() != 64 || len(s.Overflows()) != 0 {
+		t.Fatalf("len %d overflows %v, want 64 and 0", s.Len(), s.Overflows())
 	}
 	// 100 ms spent, refilled in 100 ms, + 1 s TTL slack: fresh after 1.1 s.
 	clock.Set(t0.Add(1100 * time.Millisecond))
@@ -113,7 +144,23 @@ func TestMemoryExpiresIdleKeys(t *testing.T) {
 			t.Fatalf("new key b%d: remaining %d, want 9 (own state)", i, d.Remaining)
 		}
 	}
-	if s.Overflows() != 0 || s.Len() > 64 {
-		t.Fatalf("len %d overflows %d: expired keys were not reclaimed", s.Len(), s.Overflows())
+	if len(s.Overflows()) != 0 || s.Len() > 64 {
+		t.Fatalf("len %d overflows %v: expired keys were not reclaimed", s.Len(), s.Overflows())
+	}
+}
+
+// BenchmarkSlidingLogFull: a key at the sliding log's cap, where each call
+// drops one entry and adds one. The log is never copied on a call.
+func BenchmarkSlidingLogFull(b *testing.B) {
+	s := limiter.NewMemory()
+	rule := limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: limiter.MaxLogLimit, Period: 10 * time.Second}
+	step := rule.Period / time.Duration(rule.Limit)
+	now := t0
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		now = now.Add(step)
+		if _, err := s.DecideAt(now, limiter.Request{Key: "k", Rule: rule}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

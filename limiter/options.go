@@ -44,8 +44,8 @@ func WithClock(now func() time.Time) Option { return func(o *Options) { o.Now = 
 func WithPrefix(p string) Option { return func(o *Options) { o.Prefix = p } }
 
 // WithMaxKeys caps the keys the in-memory store tracks (default 1<<20).
-// Requests for keys beyond the cap share one overflow state per shard; keys
-// already tracked keep theirs.
+// Requests for keys beyond the cap share one overflow state per shard, rule
+// name and algorithm; keys already tracked keep theirs.
 func WithMaxKeys(n int) Option { return func(o *Options) { o.MaxKeys = n } }
 
 // WithShards sets the in-memory store's lock shards (default 64).

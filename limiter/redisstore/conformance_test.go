@@ -105,10 +105,18 @@ var scenarios = []struct {
 	{"token bucket: multiplier sheds before quota", limiter.Rule{Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
 		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 0, m: 0.5, want: d(shed, 10, 0, 200*ms, 100*ms)},
-		{at: 100 * ms, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
+		// Shed: the request spends quota (3 → 2 tokens), not admission.
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 100*ms)},
+		{at: 100 * ms, m: 0.5, want: d(ok, 10, 0, 300*ms, 0)},
 		// Back at 1: only the quota counts, as in a plain bucket.
-		{at: 100 * ms, m: 1, want: d(ok, 10, 2, 300*ms, 0)},
+		{at: 100 * ms, m: 1, want: d(ok, 10, 1, 400*ms, 0)},
+	}},
+	{"token bucket: shed requests spend quota, then 429", limiter.Rule{Limit: 10, Period: time.Second, Burst: 4}, []step{
+		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
+		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 400*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(over, 10, 0, 400*ms, 100*ms)},
 	}},
 	{"gcra: burst, refill, full again", limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},
@@ -119,7 +127,7 @@ var scenarios = []struct {
 	{"gcra: multiplier", limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 4}, []step{
 		{at: 0, m: 0.5, want: d(ok, 10, 1, 100*ms, 0)},
 		{at: 0, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 0, m: 0.5, want: d(shed, 10, 0, 200*ms, 200*ms)},
+		{at: 0, m: 0.5, want: d(shed, 10, 0, 300*ms, 200*ms)}, // spends quota
 	}},
 	{"leaky bucket: fill, drain", limiter.Rule{Algorithm: limiter.LeakyBucket, Limit: 10, Period: time.Second, Burst: 5}, []step{
 		{at: 0, cost: 5, want: d(ok, 10, 0, 500*ms, 0)},
@@ -127,7 +135,7 @@ var scenarios = []struct {
 		{at: 100 * ms, want: d(ok, 10, 0, 500*ms, 0)},
 		{at: 1000 * ms, want: d(ok, 10, 4, 100*ms, 0)},
 		{at: 1000 * ms, m: 0.5, want: d(ok, 10, 0, 200*ms, 0)},
-		{at: 1000 * ms, m: 0.5, want: d(shed, 10, 0, 200*ms, 100*ms)},
+		{at: 1000 * ms, m: 0.5, want: d(shed, 10, 0, 300*ms, 100*ms)}, // spends quota
 	}},
 	{"fixed window", limiter.Rule{Algorithm: limiter.FixedWindow, Limit: 10, Period: time.Second, Burst: 99}, []step{
 		{at: 0, cost: 10, want: d(ok, 10, 0, 1000*ms, 0)},
@@ -135,6 +143,22 @@ var scenarios = []struct {
 		{at: 1000 * ms, want: d(ok, 10, 9, 1000*ms, 0)},
 		{at: 1000 * ms, key: "m", cost: 5, m: 0.5, want: d(ok, 10, 0, 1000*ms, 0)},
 		{at: 1250 * ms, key: "m", m: 0.5, want: d(shed, 10, 0, 750*ms, 750*ms)},
+	}},
+	{"fixed window: shed requests spend quota, then 429", limiter.Rule{Algorithm: limiter.FixedWindow, Limit: 4, Period: time.Second}, []step{
+		{at: 0, m: 0.5, want: d(ok, 4, 1, 1000*ms, 0)},
+		{at: 0, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
+		{at: 0, m: 0.5, want: d(shed, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, want: d(shed, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, want: d(over, 4, 0, 1000*ms, 1000*ms)},
+		{at: 0, refund: true, want: d(ok, 4, 1, 1000*ms, 0)},
+	}},
+	{"sliding window log: shed requests spend quota, then 429", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 4, Period: time.Second}, []step{
+		{at: 0, m: 0.5, want: d(ok, 4, 1, 1000*ms, 0)},
+		{at: 100 * ms, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
+		{at: 200 * ms, m: 0.5, want: d(shed, 4, 0, 1000*ms, 800*ms)},
+		{at: 300 * ms, m: 0.5, want: d(shed, 4, 0, 1000*ms, 700*ms)},
+		{at: 400 * ms, m: 0.5, want: d(over, 4, 0, 900*ms, 600*ms)},
+		{at: 1000 * ms, m: 0.5, want: d(ok, 4, 0, 1000*ms, 0)},
 	}},
 	{"sliding window counter", limiter.Rule{Algorithm: limiter.SlidingWindowCounter, Limit: 10, Period: time.Second}, []step{
 		{at: 0, cost: 10, want: d(ok, 10, 0, 2000*ms, 0)},
@@ -153,6 +177,17 @@ var scenarios = []struct {
 		{at: 0, cost: 3, want: d(ok, 3, 0, 1000*ms, 0)},
 		{at: 100 * ms, refund: true, want: d(ok, 3, 1, 900*ms, 0)},
 		{at: 100 * ms, want: d(ok, 3, 0, 1000*ms, 0)},
+	}},
+	// Entry names once collided after a refund: unpadded "-9" sorted above
+	// "-12", so ZPOPMAX removed "-9" and the next take overwrote "-12".
+	{"sliding window log: refund then take at one instant", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 20, Period: time.Second}, []step{
+		{at: 0, cost: 12, want: d(ok, 20, 8, 1000*ms, 0)},
+		{at: 0, refund: true, want: d(ok, 20, 9, 1000*ms, 0)},
+		{at: 0, want: d(ok, 20, 8, 1000*ms, 0)},
+		{at: 0, cost: 8, want: d(ok, 20, 0, 1000*ms, 0)},
+		{at: 0, want: d(over, 20, 0, 1000*ms, 1000*ms)},
+		{at: 0, m: 0.5, refund: true, want: d(ok, 20, 0, 1000*ms, 0)},
+		{at: 0, m: 0.5, refund: true, want: d(ok, 20, 0, 1000*ms, 0)},
 	}},
 	{"sliding window log", limiter.Rule{Algorithm: limiter.SlidingWindowLog, Limit: 3, Period: time.Second}, []step{
 		{at: 0, want: d(ok, 3, 2, 1000*ms, 0)},
@@ -207,6 +242,8 @@ func testInvalid(t *testing.T, s limiter.Store) {
 		{"NaN multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: math.NaN()}},
 		{"Inf multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: math.Inf(1)}},
 		{"negative multiplier", limiter.Request{Key: "k", Rule: good, Multiplier: -0.5}},
+		{"sliding log over its cap", limiter.Request{Key: "k", Rule: limiter.Rule{Algorithm: limiter.SlidingWindowLog,
+			Limit: limiter.MaxLogLimit + 1, Period: time.Second}}},
 	}
 	for _, b := range bad {
 		if _, err := s.Decide(context.Background(), b.req); !errors.Is(err, limiter.ErrInvalid) {
@@ -238,4 +275,48 @@ func TestPeekSpendsNothing(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGCRAHighRates: at any rate, 1,000 requests at one instant admit the
+// burst and no more. Absolute µs timestamps in float64 have a step of
+// 0.25 µs, coarser than the emission interval at these rates.
+func TestGCRAHighRates(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore storeFactory) {
+		for _, limit := range []int64{1e6, 3e6, 6e6, 1e7, 1e9} {
+			clock := fakeclock.New(t0.Add(123_456_789 * time.Nanosecond))
+			s := newStore(t, clock.Now)
+			rule := limiter.Rule{Algorithm: limiter.GCRA, Limit: limit, Period: time.Second, Burst: 10}
+			admitted := 0
+			for i := 0; i < 1000; i++ {
+				d, err := s.Decide(context.Background(), limiter.Request{Key: "hi", Rule: rule})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Allowed {
+					admitted++
+				}
+			}
+			if admitted != 10 {
+				t.Errorf("limit %d/s, burst 10: %d of 1000 admitted at one instant, want 10", limit, admitted)
+			}
+		}
+	})
+}
+
+// TestGCRAReadsOlderState: state written by a version that kept absolute
+// theoretical arrival times (no ts field) is read as the backlog it meant.
+func TestGCRAReadsOlderState(t *testing.T) {
+	r := testenv.StartRedis(t)
+	clock := fakeclock.New(t0)
+	s := redisstore.New(r.Client(), limiter.WithPrefix("old:"), limiter.WithClock(clock.Now))
+	tat := t0.Add(300 * ms).UnixMicro()
+	ctx := context.Background()
+	if err := r.Client().HSet(ctx, s.Key(limiter.GCRA, "k"), "q", tat, "a", tat).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rule := limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}
+	got, err := s.Decide(ctx, limiter.Request{Key: "k", Rule: rule})
+	if want := d(ok, 10, 1, 400*ms, 0); err != nil || got != want {
+		t.Fatalf("after an old state 300 ms ahead: %+v %v, want %+v", got, err, want)
+	}
 }

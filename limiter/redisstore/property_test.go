@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -286,4 +287,107 @@ func hashTag(key string) string {
 		return key
 	}
 	return key[i+1 : i+1+j]
+}
+
+// offered sends one request every gap from t0 for dur at multiplier m and
+// counts the decisions by reason, skipping those in the first skip.
+func offered(t *testing.T, s limiter.Store, clock *fakeclock.Clock, key string, rule limiter.Rule,
+	m float64, gap, skip, dur time.Duration) (n [limiter.NumReasons]int) {
+	for at := time.Duration(0); at < dur; at += gap {
+		clock.Set(t0.Add(at))
+		d, err := s.Decide(context.Background(), limiter.Request{Key: key, Rule: rule, Multiplier: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at >= skip {
+			n[d.Reason]++
+		}
+	}
+	return n
+}
+
+// TestOverQuotaWhateverTheMultiplier: a shed request spends quota but not
+// admission, so at m = 0.5 a key sending 3× its quota gets mostly 429 after
+// its burst (shed only about what passes its quota beyond base × m), while a
+// key sending 0.8× its quota is never 429'd, only shed by the multiplier.
+func TestOverQuotaWhateverTheMultiplier(t *testing.T) {
+	const m, dur, skip = 0.5, 10 * time.Second, time.Second
+	forEachStore(t, func(t *testing.T, newStore storeFactory) {
+		for _, alg := range limiter.Algorithms() {
+			t.Run(alg.String(), func(t *testing.T) {
+				rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: time.Second, Burst: 10}
+				clock := fakeclock.New(t0)
+				s := newStore(t, clock.Now)
+				// 30/s: after the first second's burst, 20/s over quota,
+				// 10/s pass the quota, of which 5/s are admitted.
+				g := offered(t, s, clock, "greedy", rule, m, time.Second/30, skip, dur)
+				sent := float64(g[limiter.Allowed] + g[limiter.OverQuota] + g[limiter.Shed])
+				if float64(g[limiter.OverQuota]) < 0.6*sent {
+					t.Errorf("greedy key at 3× quota: %v over_quota of %.0f sent, want ≥ 60%%", g[limiter.OverQuota], sent)
+				}
+				if maxShed := (1-m)*10*(dur-skip).Seconds() + 10; float64(g[limiter.Shed]) > maxShed {
+					t.Errorf("greedy key: %d shed, want ≤ %.0f (quota beyond base × m)", g[limiter.Shed], maxShed)
+				}
+				clock.Set(t0)
+				md := offered(t, s, clock, "modest", rule, m, time.Second/8, 0, dur)
+				if md[limiter.OverQuota] != 0 || md[limiter.Shed] == 0 || md[limiter.Allowed] == 0 {
+					t.Errorf("modest key at 0.8× quota: %v (allowed, over_quota, shed), want no over_quota, some allowed and shed", md)
+				}
+			})
+		}
+	})
+}
+
+// TestPropertyExtremeRules: for rules at the edges of what Validate accepts
+// and any multiplier, ResetAfter and RetryAfter are never negative and never
+// overflow a Duration, on every store and algorithm.
+func TestPropertyExtremeRules(t *testing.T) {
+	const year = 366 * 24 * time.Hour
+	rules := []limiter.Rule{
+		{Limit: 1e12, Period: time.Millisecond, Burst: 1e12},
+		{Limit: 1, Period: year},
+		{Limit: 1, Period: year, Burst: 100},
+		{Limit: 1e12, Period: year, Burst: 1e12},
+		{Limit: 3, Period: time.Millisecond, Burst: 1e9},
+		{Limit: 40, Period: 24 * time.Hour, Burst: 1e6}, // refills in 68 years
+	}
+	// A burst that takes longer to refill than a Duration can say is refused.
+	if err := (limiter.Rule{Limit: 1, Period: 24 * time.Hour, Burst: 1e6}).Validate(); !errors.Is(err, limiter.ErrInvalid) {
+		t.Fatalf("a burst refilling in 2,738 years: %v, want ErrInvalid", err)
+	}
+	limitOf := func(r limiter.Rule) time.Duration { // the longest figure a rule may report
+		return max(2*r.Period, time.Duration(float64(r.Capacity())*float64(r.Period)/float64(r.Limit)))
+	}
+	forEachStore(t, func(t *testing.T, newStore storeFactory) {
+		clock := fakeclock.New(t0)
+		s := newStore(t, clock.Now)
+		for i, base := range rules {
+			for _, alg := range limiter.Algorithms() {
+				rule := base
+				rule.Algorithm = alg
+				if alg == limiter.SlidingWindowLog {
+					rule.Limit = min(rule.Limit, limiter.MaxLogLimit)
+				}
+				if err := rule.Validate(); err != nil {
+					t.Fatalf("rule %d: %v", i, err)
+				}
+				for j, m := range []float64{1, 0.5, 1e-6, 1e-300, 5e-324, 1e6, 1e300} {
+					key := fmt.Sprintf("x%d:%v:%d", i, alg, j)
+					for k, st := range []struct {
+						at   time.Duration
+						cost int64
+					}{{0, 1}, {0, rule.Capacity()}, {time.Microsecond, 1}, {rule.Period / 2, 1}} {
+						clock.Set(t0.Add(st.at))
+						d, err := s.Decide(context.Background(), limiter.Request{Key: key, Rule: rule, Cost: st.cost, Multiplier: m})
+						if err != nil {
+							t.Fatalf("rule %d %v m %v step %d: %v", i, alg, m, k, err)
+						}
+						if d.ResetAfter < 0 || d.RetryAfter < 0 || d.ResetAfter > limitOf(rule) || d.RetryAfter > limiter.MaxWait {
+							t.Errorf("rule %d %+v m %v step %d: %+v: negative or past %v", i, rule, m, k, d, limitOf(rule))
+						}
+					}
+				}
+			}
+		}
+	})
 }

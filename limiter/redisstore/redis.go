@@ -30,6 +30,8 @@ func New(c redis.UniversalClient, opts ...limiter.Option) *Store {
 }
 
 // Key is the Redis key that holds the state of key under algorithm alg.
+// SlidingWindowLog keeps the units admitted in a second key, Key + ":a",
+// in the same cluster slot (the hash tag is the same).
 func (r *Store) Key(alg limiter.Algorithm, key string) string {
 	return r.prefix + alg.Code() + ":{" + key + "}"
 }
@@ -44,7 +46,11 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
 	alg := req.Rule.Algorithm
-	res, err := scripts[alg].Run(ctx, r.c, []string{r.Key(alg, req.Key)},
+	keys := []string{r.Key(alg, req.Key)}
+	if alg == limiter.SlidingWindowLog { // the units admitted, in the same slot
+		keys = append(keys, keys[0]+":a")
+	}
+	res, err := scripts[alg].Run(ctx, r.c, keys,
 		now, req.Rule.Limit, int64(req.Rule.Period/time.Microsecond),
 		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]).Result()
 	if err != nil {

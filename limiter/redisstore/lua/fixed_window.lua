@@ -14,21 +14,22 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local ws = math.floor(now / period) * period
-local v = redis.call('HMGET', KEYS[1], 'q', 'ts')
-local q, ts = tonumber(v[1]), tonumber(v[2])
-if q == nil or ts ~= ws then q = 0 end
+local v = redis.call('HMGET', KEYS[1], 'q', 'c', 'ts')
+local q, c, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+if q == nil or ts ~= ws then q, c = 0, 0 elseif c == nil then c = q end
 local al = math.max(math.floor(limit * m + eps), cost)
 local left = ws + period - now
 local reason = 0
-if refund then q = math.max(0, q - cost)
+if refund then q, c = math.max(0, q - cost), math.max(0, c - cost)
 elseif q + cost > limit then reason = 1
-elseif q + cost > al then reason = 2
-else q = q + cost end
+elseif c + cost > al then q = q + cost; reason = 2
+else q, c = q + cost, c + cost end
 local retry = 0
 if reason ~= 0 then retry = left end
-redis.call('HSET', KEYS[1], 'q', q, 'ts', ws)
-local remaining, reset, ttl = math.max(0, math.min(limit, al) - q), left, left
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('HSET', KEYS[1], 'q', q, 'c', c, 'ts', ws)
+local remaining, reset, ttl = math.max(0, math.min(limit - q, al - c)), left, left
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

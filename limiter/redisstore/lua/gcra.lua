@@ -14,24 +14,29 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local t = period / limit
 local ta = t / m
 local tol = t * burst
 local tola = ta * math.max(burst * m, cost)
-local v = redis.call('HMGET', KEYS[1], 'q', 'a')
-local sq, sa = tonumber(v[1]), tonumber(v[2])
-if sq == nil or sa == nil then sq, sa = now, now end
-local tq, tqa = math.max(sq, now), math.max(sa, now)
-if m >= 1 then tqa = tq end
-local nq, na = tq + t * cost, tqa + ta * cost
+-- q, a: theoretical arrival times relative to ts, the last update (see gcra in
+-- algorithms.go: absolute µs in a double are too coarse at high rates).
+local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
+local bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+if bq == nil or ba == nil then bq, ba, ts = 0, 0, now
+elseif ts == nil then bq, ba, ts = math.max(0, bq - now), math.max(0, ba - now), now end -- absolute, as older versions wrote
+local el = math.max(0, now - ts)
+bq, ba = math.max(0, bq - el), math.max(0, ba - el)
+if m >= 1 then ba = bq end
+local nq, na = bq + t * cost, ba + ta * cost
 local reason, retry = 0, 0
-if refund then tq, tqa = math.max(now, tq - t * cost), math.max(now, tqa - ta * cost)
-elseif nq - now > tol then reason, retry = 1, nq - now - tol
-elseif na - now > tola then reason, retry = 2, na - now - tola
-else tq, tqa = nq, na end
-local remaining = math.max(0, math.floor(math.min((tol - (tq - now)) / t, (tola - (tqa - now)) / ta) + eps))
-redis.call('HSET', KEYS[1], 'q', tq, 'a', tqa)
-local reset, ttl = tq - now, math.max(tq, tqa) - now
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+if refund then bq, ba = math.max(0, bq - t * cost), math.max(0, ba - ta * cost)
+elseif nq - tol > eps * t then reason, retry = 1, nq - tol
+elseif na - tola > eps * ta then bq = nq; reason, retry = 2, math.max(na - tola, nq + t * cost - tol)
+else bq, ba = nq, na end
+local remaining = math.max(0, math.floor(math.min((tol - bq) / t, (tola - ba) / ta) + eps))
+redis.call('HSET', KEYS[1], 'q', bq, 'a', ba, 'ts', math.max(ts, now))
+local reset, ttl = bq, math.max(bq, ba)
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

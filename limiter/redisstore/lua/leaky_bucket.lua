@@ -14,6 +14,7 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local rate = limit / period
 local arate = rate * m
@@ -28,11 +29,11 @@ if m >= 1 then la = lq end
 local reason, retry = 0, 0
 if refund then lq, la = math.max(0, lq - cost), math.max(0, la - cost)
 elseif lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
-elseif la + cost > capa then reason, retry = 2, (la + cost - capa) / arate
+elseif la + cost > capa then lq = lq + cost; reason, retry = 2, math.max((la + cost - capa) / arate, (lq + cost - burst) / rate)
 else lq, la = lq + cost, la + cost end
 local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
 local reset = lq / rate
 redis.call('HSET', KEYS[1], 'q', lq, 'a', la, 'ts', math.max(ts, now))
 local ttl = math.max(reset, la / arate)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -14,33 +14,45 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local ws = math.floor(now / period) * period
-local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
-local q, a, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-if q == nil or a == nil or ts == nil then q, a, ts = 0, 0, ws
+local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'c', 'd', 'ts')
+local q, a, c, d, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4]), tonumber(v[5])
+if c == nil or d == nil then c, d = q, a end -- state of a version that counted admitted units only
+if q == nil or a == nil or ts == nil then q, a, c, d, ts = 0, 0, 0, 0, ws
 elseif ts == ws then
-elseif ts + period == ws then q, a, ts = 0, q, ws
-else q, a, ts = 0, 0, ws end
+elseif ts + period == ws then q, a, c, d, ts = 0, q, 0, c, ws
+else q, a, c, d, ts = 0, 0, 0, 0, ws end
 local w = (period - (now - ws)) / period
 local est = a * w + q
+local adm = d * w + c
 local al = math.max(math.floor(limit * m + eps), cost)
-local function retry_for(lim)
-  local need = lim - q - cost
+local function retry_for(cur, prev, lim)
+  local need = lim - cur - cost
   local at
-  if need >= 0 then at = ts + period - need / a * period
-  else at = ts + 2 * period - (lim - cost) / q * period end
+  if need >= 0 then at = ts + period - need / prev * period
+  else at = ts + 2 * period - (lim - cost) / cur * period end
   return math.max(0, at - now)
 end
 local reason, retry = 0, 0
-if refund then q = math.max(0, q - cost); est = a * w + q
-elseif est + cost > limit then reason, retry = 1, retry_for(limit)
-elseif est + cost > al then reason, retry = 2, retry_for(al)
-else q = q + cost; est = est + cost end
-local remaining = math.max(0, math.floor(math.min(limit, al) - est + eps))
+if refund then
+  q, c = math.max(0, q - cost), math.max(0, c - cost)
+  est, adm = a * w + q, d * w + c
+elseif est + cost > limit then reason, retry = 1, retry_for(q, a, limit)
+elseif adm + cost > al then
+  q = q + cost
+  est = est + cost
+  reason, retry = 2, retry_for(c, d, al)
+  if est + cost > limit then retry = math.max(retry, retry_for(q, a, limit)) end
+else
+  q, c = q + cost, c + cost
+  est, adm = est + cost, adm + cost
+end
+local remaining = math.max(0, math.floor(math.min(limit - est, al - adm) + eps))
 local ttl = ws + 2 * period - now
 local reset = 0
 if q > 0 then reset = ttl elseif a > 0 then reset = ws + period - now end
-redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'ts', ts)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'c', c, 'd', d, 'ts', ts)
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -1,4 +1,4 @@
--- throttled: sliding_window_log decision for KEYS[1].
+-- throttled: sliding_window_log decision for KEYS[1] (units sent) and KEYS[2] (units admitted).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
@@ -14,35 +14,52 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local function f(x) return string.format('%.17g', x) end
+-- KEYS[1] logs every unit sent that was not over quota, KEYS[2] the units admitted.
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', f(now - period))
-local n = redis.call('ZCARD', KEYS[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', f(now - period))
+local n, na = redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])
 local al = math.max(math.floor(limit * m + eps), cost)
-local function score_at(i)
-  local r = redis.call('ZRANGE', KEYS[1], i, i, 'WITHSCORES')
+local function score_at(k, i)
+  local r = redis.call('ZRANGE', k, i, i, 'WITHSCORES')
   return tonumber(r[2])
+end
+-- Members at one score are named score-000000000001, -2, ... in order, so
+-- that ZPOPMAX (largest score, then largest name) pops the newest and the
+-- next add, numbering after those left at that score, never overwrites one.
+local function add(k)
+  local c = redis.call('ZCOUNT', k, f(now), f(now))
+  local batch = {}
+  for i = 1, cost do
+    batch[#batch + 1] = f(now)
+    batch[#batch + 1] = f(now) .. '-' .. string.format('%012d', c + i)
+    if #batch >= 1000 or i == cost then
+      redis.call('ZADD', k, unpack(batch))
+      batch = {}
+    end
+  end
 end
 local reason, retry = 0, 0
 if refund then
   redis.call('ZPOPMAX', KEYS[1], cost)
-  n = redis.call('ZCARD', KEYS[1])
-elseif n + cost > limit then reason, retry = 1, score_at(n + cost - limit - 1) + period - now
-elseif n + cost > al then reason, retry = 2, score_at(n + cost - al - 1) + period - now
-else
-  local batch = {}
-  for i = 1, cost do
-    batch[#batch + 1] = f(now)
-    batch[#batch + 1] = f(now) .. '-' .. (n + i)
-    if #batch >= 1000 or i == cost then
-      redis.call('ZADD', KEYS[1], unpack(batch))
-      batch = {}
-    end
-  end
+  redis.call('ZPOPMAX', KEYS[2], cost)
+  n, na = redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])
+elseif n + cost > limit then reason, retry = 1, score_at(KEYS[1], n + cost - limit - 1) + period - now
+elseif na + cost > al then
+  add(KEYS[1])
   n = n + cost
+  reason, retry = 2, score_at(KEYS[2], na + cost - al - 1) + period - now
+  if n + cost > limit then retry = math.max(retry, score_at(KEYS[1], n + cost - limit - 1) + period - now) end
+else
+  add(KEYS[1])
+  add(KEYS[2])
+  n, na = n + cost, na + cost
 end
 local reset = 0
-if n > 0 then reset = score_at(-1) + period - now end
-local remaining, ttl = math.max(0, math.min(limit, al) - n), period
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+if n > 0 then reset = score_at(KEYS[1], -1) + period - now end
+local remaining, ttl = math.max(0, math.min(limit - n, al - na)), period
+redis.call('PEXPIRE', KEYS[2], math.ceil(ttl / 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

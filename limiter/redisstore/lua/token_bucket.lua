@@ -14,6 +14,7 @@ end
 local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
+local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local rate = limit / period
 local arate = rate * m
@@ -28,11 +29,11 @@ if m >= 1 then a = q end
 local reason, retry = 0, 0
 if refund then q, a = math.min(burst, q + cost), math.min(capa, a + cost)
 elseif q < cost then reason, retry = 1, (cost - q) / rate
-elseif a < cost then reason, retry = 2, (cost - a) / arate
+elseif a < cost then q = q - cost; reason, retry = 2, math.max((cost - a) / arate, (cost - q) / rate)
 else q, a = q - cost, a - cost end
 local remaining = math.floor(math.min(q, a) + eps)
 local reset = (burst - q) / rate
 redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'ts', math.max(ts, now))
 local ttl = math.max(reset, (capa - a) / arate)
-redis.call('PEXPIRE', KEYS[1], math.ceil(ttl / 1000) + 1000)
-return {reason, remaining, math.ceil(reset), math.ceil(retry)}
+redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
