@@ -33,6 +33,10 @@ var productMetrics = map[string]bool{
 	"throttled_multiplier_age_seconds":            true,
 	"throttled_upstream_requests_total":           true,
 	"throttled_upstream_request_duration_seconds": true,
+
+	// the enforcer's controller.stale_after, exported by the multiplier
+	// subscriber next to the age (ThrottledMultipliersStale compares them).
+	"throttled_multiplier_stale_after_seconds": true,
 }
 
 var metricName = regexp.MustCompile(`\bthrottled_[a-z0-9_]+`)

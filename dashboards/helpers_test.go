@@ -24,6 +24,7 @@ var (
 	datasourceFile = filepath.Join(repoRoot, "deploy", "grafana", "provisioning", "datasources", "prometheus.yml")
 	providerFile   = filepath.Join(repoRoot, "deploy", "grafana", "provisioning", "dashboards", "throttled.yml")
 	throttledConf  = filepath.Join(repoRoot, "deploy", "throttled", "config.yaml")
+	readmeFile     = filepath.Join(repoRoot, "README.md")
 )
 
 // dsRef is a Grafana datasource reference.
