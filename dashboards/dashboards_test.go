@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -33,6 +34,10 @@ var productMetrics = map[string]bool{
 	"throttled_multiplier_age_seconds":            true,
 	"throttled_upstream_requests_total":           true,
 	"throttled_upstream_request_duration_seconds": true,
+
+	// the enforcer's controller.stale_after, exported by the multiplier
+	// subscriber next to the age (ThrottledMultipliersStale compares them).
+	"throttled_multiplier_stale_after_seconds": true,
 }
 
 var metricName = regexp.MustCompile(`\bthrottled_[a-z0-9_]+`)
@@ -69,42 +74,23 @@ func TestUnknownMetricsIsCaught(t *testing.T) {
 	}
 }
 
-// provisionedUID is the uid of the Prometheus datasource Grafana provisions.
-func provisionedUID(t *testing.T) string {
-	t.Helper()
-	var f struct {
-		APIVersion  int `yaml:"apiVersion"`
-		Datasources []struct {
-			Name, Type, UID, URL string
-		} `yaml:"datasources"`
-	}
-	readYAML(t, datasourceFile, &f)
-	if f.APIVersion != 1 || len(f.Datasources) != 1 {
-		t.Fatalf("%s: want apiVersion 1 and one datasource, got %+v", datasourceFile, f)
-	}
-	ds := f.Datasources[0]
-	if ds.Type != "prometheus" || ds.UID == "" || ds.Name == "" || ds.URL == "" {
-		t.Fatalf("%s: want a named prometheus datasource with a uid and url, got %+v", datasourceFile, ds)
-	}
-	return ds.UID
-}
-
 func TestDashboardsHaveWhatGrafanaNeeds(t *testing.T) {
-	uid := provisionedUID(t)
 	uids := map[string]string{}
 	for _, d := range loadDashboards(t) {
 		if prev, dup := uids[d.UID]; dup {
 			t.Errorf("%s: uid %q already used by %s", d.file, d.UID, prev)
 		}
 		uids[d.UID] = d.file
-		for _, err := range checkDashboard(d, uid) {
+		for _, err := range checkDashboard(d) {
 			t.Errorf("%s: %v", d.file, err)
 		}
 	}
 }
 
-// checkDashboard lists what Grafana would reject or show broken.
-func checkDashboard(d dashboard, dsUID string) []error {
+// checkDashboard lists what Grafana would reject or show broken, what
+// would not import into another Grafana, and queries that ignore the
+// job and instance the operator picked.
+func checkDashboard(d dashboard) []error {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if d.UID == "" || len(d.UID) > 40 {
@@ -116,9 +102,8 @@ func checkDashboard(d dashboard, dsUID string) []error {
 	if d.SchemaVersion < 36 {
 		fail("schemaVersion %d: want at least 36 (datasource references by uid)", d.SchemaVersion)
 	}
-	if len(d.Templating.List) > 0 {
-		fail("template variables are not substituted by the live PromQL test; extend grafanaMacros first")
-	}
+	errs = append(errs, checkImport(d)...)
+	errs = append(errs, checkVariables(d)...)
 	ps := d.allPanels()
 	if len(ps) == 0 {
 		fail("no panels")
@@ -132,14 +117,17 @@ func checkDashboard(d dashboard, dsUID string) []error {
 		if p.Type == "row" {
 			continue
 		}
-		for _, err := range checkPanel(p, dsUID) {
+		for _, err := range checkPanel(p) {
 			fail("panel %d %q: %v", p.ID, p.Title, err)
 		}
 	}
 	return errs
 }
 
-func checkPanel(p panel, dsUID string) []error {
+// varDS is the datasource reference of every panel and target.
+var varDS = dsRef{"prometheus", dsVar}
+
+func checkPanel(p panel) []error {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if p.Title == "" || p.Type == "" {
@@ -148,8 +136,8 @@ func checkPanel(p panel, dsUID string) []error {
 	if g := p.GridPos; g.W < 1 || g.H < 1 || g.X < 0 || g.X+g.W > 24 || g.Y < 0 {
 		fail("gridPos %+v is outside the 24-column grid", g)
 	}
-	if p.Datasource == nil || p.Datasource.Type != "prometheus" || p.Datasource.UID != dsUID {
-		fail("datasource %+v: want {prometheus %s}", p.Datasource, dsUID)
+	if p.Datasource == nil || *p.Datasource != varDS {
+		fail("datasource %+v: want %+v", p.Datasource, varDS)
 	}
 	if len(p.Targets) == 0 {
 		fail("no targets")
@@ -163,11 +151,14 @@ func checkPanel(p panel, dsUID string) []error {
 		if strings.TrimSpace(tg.Expr) == "" {
 			fail("target %s has no expr", tg.RefID)
 		}
-		if tg.Datasource != nil && (tg.Datasource.UID != dsUID || tg.Datasource.Type != "prometheus") {
-			fail("target %s datasource %+v: want {prometheus %s}", tg.RefID, *tg.Datasource, dsUID)
+		if tg.Datasource != nil && *tg.Datasource != varDS {
+			fail("target %s datasource %+v: want %+v", tg.RefID, *tg.Datasource, varDS)
 		}
 		if u := unknownMetrics(tg.Expr); len(u) > 0 {
 			fail("target %s uses metrics throttled does not export: %v", tg.RefID, u)
+		}
+		if bad := selectorErrors(tg.Expr); len(bad) > 0 {
+			fail("target %s: selectors without %s and %s: %q", tg.RefID, jobSel, instSel, bad)
 		}
 		if rest := grafanaMacros.Replace(tg.Expr); strings.Contains(rest, "$") {
 			fail("target %s uses a Grafana variable the tests do not know: %s", tg.RefID, rest)
@@ -176,38 +167,67 @@ func checkPanel(p panel, dsUID string) []error {
 	return errs
 }
 
+// goodDashboard passes checkDashboard; the breakage test changes one thing.
+func goodDashboard() dashboard {
+	p := panel{ID: 1, Type: "timeseries", Title: "x", Datasource: &dsRef{"prometheus", dsVar},
+		Targets: []target{{Expr: `sum(throttled_fallback_active{job=~"$job", instance=~"$instance"})`, RefID: "A"}}}
+	p.GridPos.W, p.GridPos.H = 12, 8
+	d := dashboard{file: "x.json", UID: "x", Title: "x", SchemaVersion: 39, Panels: []panel{p},
+		Inputs: []input{{Name: dsInput, Type: "datasource", PluginID: "prometheus"}}}
+	ds := variable{Type: "datasource", Name: "datasource", Query: json.RawMessage(`"prometheus"`)}
+	ds.Current.Value = "${" + dsInput + "}"
+	job := variable{Type: "query", Name: "job", Datasource: &dsRef{"prometheus", dsVar},
+		Query: json.RawMessage(`"label_values(throttled_decisions_total, job)"`)}
+	inst := variable{Type: "query", Name: "instance", Datasource: &dsRef{"prometheus", dsVar}, IncludeAll: true,
+		AllValue: allInstances, Query: json.RawMessage(`{"query": "label_values(throttled_decisions_total{job=~\"$job\"}, instance)"}`)}
+	d.Templating.List = []variable{ds, job, inst}
+	return d
+}
+
 // TestCheckDashboardCatchesBreakage feeds checkDashboard broken dashboards.
 func TestCheckDashboardCatchesBreakage(t *testing.T) {
-	good := func() dashboard {
-		p := panel{ID: 1, Type: "timeseries", Title: "x", Datasource: &dsRef{"prometheus", "prometheus"},
-			Targets: []target{{Expr: "up", RefID: "A"}}}
-		p.GridPos.W, p.GridPos.H = 12, 8
-		return dashboard{file: "x.json", UID: "x", Title: "x", SchemaVersion: 39, Panels: []panel{p}}
-	}
-	if errs := checkDashboard(good(), "prometheus"); len(errs) > 0 {
+	if errs := checkDashboard(goodDashboard()); len(errs) > 0 {
 		t.Fatalf("good dashboard: %v", errs)
 	}
+	tg := func(d *dashboard) *target { return &d.Panels[0].Targets[0] }
+	v := func(d *dashboard, i int) *variable { return &d.Templating.List[i] }
 	for name, breakIt := range map[string]func(*dashboard){
-		"no uid":        func(d *dashboard) { d.UID = "" },
-		"no title":      func(d *dashboard) { d.Title = "" },
-		"old schema":    func(d *dashboard) { d.SchemaVersion = 16 },
-		"no panels":     func(d *dashboard) { d.Panels = nil },
-		"dup id":        func(d *dashboard) { d.Panels = append(d.Panels, d.Panels[0]) },
-		"no targets":    func(d *dashboard) { d.Panels[0].Targets = nil },
-		"no expr":       func(d *dashboard) { d.Panels[0].Targets[0].Expr = " " },
-		"no refId":      func(d *dashboard) { d.Panels[0].Targets[0].RefID = "" },
-		"other ds":      func(d *dashboard) { d.Panels[0].Datasource = &dsRef{"prometheus", "other"} },
-		"no ds":         func(d *dashboard) { d.Panels[0].Datasource = nil },
-		"unknown var":   func(d *dashboard) { d.Panels[0].Targets[0].Expr = "up{job=~\"$job\"}" },
-		"typo metric":   func(d *dashboard) { d.Panels[0].Targets[0].Expr = "throttled_decision_total" },
-		"off the grid":  func(d *dashboard) { d.Panels[0].GridPos.X = 20 },
-		"target ds uid": func(d *dashboard) { d.Panels[0].Targets[0].Datasource = &dsRef{"prometheus", "x"} },
+		"no uid":           func(d *dashboard) { d.UID = "" },
+		"no title":         func(d *dashboard) { d.Title = "" },
+		"old schema":       func(d *dashboard) { d.SchemaVersion = 16 },
+		"no panels":        func(d *dashboard) { d.Panels = nil },
+		"dup id":           func(d *dashboard) { d.Panels = append(d.Panels, d.Panels[0]) },
+		"no targets":       func(d *dashboard) { d.Panels[0].Targets = nil },
+		"no expr":          func(d *dashboard) { tg(d).Expr = " " },
+		"no refId":         func(d *dashboard) { tg(d).RefID = "" },
+		"fixed ds":         func(d *dashboard) { d.Panels[0].Datasource = &dsRef{"prometheus", "prometheus"} },
+		"input ds":         func(d *dashboard) { d.Panels[0].Datasource = &dsRef{"prometheus", "${DS_PROMETHEUS}"} },
+		"no ds":            func(d *dashboard) { d.Panels[0].Datasource = nil },
+		"target ds uid":    func(d *dashboard) { tg(d).Datasource = &dsRef{"prometheus", "x"} },
+		"unknown var":      func(d *dashboard) { tg(d).Expr = `up{job=~"$job", instance=~"$instance", x="$tier"}` },
+		"typo metric":      func(d *dashboard) { tg(d).Expr = `throttled_decision_total{job=~"$job", instance=~"$instance"}` },
+		"no selectors":     func(d *dashboard) { tg(d).Expr = "sum(throttled_fallback_active)" },
+		"no job":           func(d *dashboard) { tg(d).Expr = `sum(throttled_fallback_active{instance=~"$instance"})` },
+		"no instance":      func(d *dashboard) { tg(d).Expr = `sum(throttled_fallback_active{job=~"$job"})` },
+		"off the grid":     func(d *dashboard) { d.Panels[0].GridPos.X = 20 },
+		"no inputs":        func(d *dashboard) { d.Inputs = nil },
+		"input not ds":     func(d *dashboard) { d.Inputs[0].PluginID = "loki" },
+		"no variables":     func(d *dashboard) { d.Templating.List = nil },
+		"extra variable":   func(d *dashboard) { d.Templating.List = append(d.Templating.List, variable{Name: "tier"}) },
+		"ds var fixed":     func(d *dashboard) { v(d, 0).Current.Value = "prometheus" },
+		"ds var filtered":  func(d *dashboard) { v(d, 0).Regex = "/prod/" },
+		"job var fixed ds": func(d *dashboard) { v(d, 1).Datasource = &dsRef{"prometheus", "prometheus"} },
+		"job var other":    func(d *dashboard) { v(d, 1).Query = json.RawMessage(`"label_values(up, job)"`) },
+		"job var typo":     func(d *dashboard) { v(d, 1).Query = json.RawMessage(`"label_values(throttled_decision_total, job)"`) },
+		"instance all jobs": func(d *dashboard) {
+			v(d, 2).Query = json.RawMessage(`"label_values(throttled_decisions_total, instance)"`)
+		},
+		"instance no all":    func(d *dashboard) { v(d, 2).IncludeAll = false },
+		"instance all value": func(d *dashboard) { v(d, 2).AllValue = "" },
 	} {
-		d := good()
-		d.Panels = append([]panel(nil), d.Panels...)
-		d.Panels[0].Targets = append([]target(nil), d.Panels[0].Targets...)
+		d := goodDashboard()
 		breakIt(&d)
-		if errs := checkDashboard(d, "prometheus"); len(errs) == 0 {
+		if errs := checkDashboard(d); len(errs) == 0 {
 			t.Errorf("%s: checkDashboard found nothing wrong", name)
 		}
 	}

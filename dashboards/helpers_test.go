@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // repoRoot is the repository root, relative to this package (tests run in
@@ -24,6 +25,7 @@ var (
 	datasourceFile = filepath.Join(repoRoot, "deploy", "grafana", "provisioning", "datasources", "prometheus.yml")
 	providerFile   = filepath.Join(repoRoot, "deploy", "grafana", "provisioning", "dashboards", "throttled.yml")
 	throttledConf  = filepath.Join(repoRoot, "deploy", "throttled", "config.yaml")
+	readmeFile     = filepath.Join(repoRoot, "README.md")
 )
 
 // dsRef is a Grafana datasource reference.
@@ -50,15 +52,59 @@ type panel struct {
 	Panels []panel `json:"panels"` // a collapsed row's panels
 }
 
+// input is an entry of a dashboard's __inputs: what Grafana's import asks
+// for, substituted for ${NAME} throughout the JSON.
+type input struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	PluginID string `json:"pluginId"`
+}
+
+// variable is a template variable.
+type variable struct {
+	Type       string          `json:"type"`
+	Name       string          `json:"name"`
+	Datasource *dsRef          `json:"datasource"`
+	Query      json.RawMessage `json:"query"` // a string, or {"query": "..."}
+	Regex      string          `json:"regex"`
+	IncludeAll bool            `json:"includeAll"`
+	AllValue   string          `json:"allValue"`
+	Current    struct {
+		Value any `json:"value"`
+	} `json:"current"`
+}
+
+// queryText is the variable's query whichever form it is saved in.
+func (v *variable) queryText() string {
+	var s string
+	if json.Unmarshal(v.Query, &s) == nil {
+		return s
+	}
+	var o struct{ Query string }
+	_ = json.Unmarshal(v.Query, &o)
+	return o.Query
+}
+
 type dashboard struct {
 	file          string
+	Inputs        []input `json:"__inputs"`
 	UID           string  `json:"uid"`
 	Title         string  `json:"title"`
 	SchemaVersion int     `json:"schemaVersion"`
 	Panels        []panel `json:"panels"`
 	Templating    struct {
-		List []json.RawMessage `json:"list"`
+		List []variable `json:"list"`
 	} `json:"templating"`
+}
+
+// variable returns the template variable called name, or nil.
+func (d *dashboard) variable(name string) *variable {
+	for i := range d.Templating.List {
+		if d.Templating.List[i].Name == name {
+			return &d.Templating.List[i]
+		}
+	}
+	return nil
 }
 
 // allPanels flattens rows.
@@ -104,12 +150,19 @@ type query struct {
 }
 
 // grafanaMacros are the Grafana variables the dashboards may use, with the
-// values the tests give them (the test Prometheus scrapes every second).
+// values the tests give them (the test Prometheus scrapes every second):
+// the job the test Prometheus scrapes throttled as, and every instance
+// (the instance variable's All).
 var grafanaMacros = strings.NewReplacer(
 	"$__rate_interval", "15s",
 	"$__interval", "5s",
 	"$__range", "1m",
+	"$job", testenv.DefaultJob,
+	"$instance", allInstances,
 )
+
+// allInstances is the instance variable's value for All (its allValue).
+const allInstances = ".*"
 
 // dashboardQueries returns every target's expression with the Grafana
 // macros replaced.

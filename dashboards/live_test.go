@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -65,6 +66,7 @@ func runLive(t *testing.T, extra string, checks []keyCheck) {
 	prom.WaitForSeries(t, `count_over_time(throttled_controller_leader[1m]) >= 5`, 30*time.Second)
 
 	api := prom.API()
+	checkVariableValues(t, api, in.adminAddr)
 	runAll(t, api)
 	checkKeySeries(t, api, checks)
 	checkRules(t, api)
@@ -93,6 +95,36 @@ func runAll(t *testing.T, api v1.API) {
 			continue
 		}
 		t.Logf("%s: %d series", q.where, len(v))
+	}
+}
+
+var labelValues = regexp.MustCompile(`^label_values\((.+), (\w+)\)$`)
+
+// checkVariableValues runs each dashboard's job and instance variable
+// queries as Grafana would (the series API, $job set to the test job) and
+// requires the scraped throttled among their values.
+func checkVariableValues(t *testing.T, api v1.API, instance string) {
+	t.Helper()
+	want := map[string]string{"job": testenv.DefaultJob, "instance": instance}
+	for _, d := range loadDashboards(t) {
+		for name, value := range want {
+			v := d.variable(name)
+			if v == nil {
+				t.Errorf("%s: no %s variable", d.file, name)
+				continue
+			}
+			m := labelValues.FindStringSubmatch(v.queryText())
+			if m == nil {
+				t.Errorf("%s: variable %s: query %q is not label_values(selector, label)", d.file, name, v.queryText())
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			got, _, _, err := api.LabelValues(ctx, m[2], []string{grafanaMacros.Replace(m[1])}, time.Now().Add(-time.Hour), time.Now())
+			cancel()
+			if err != nil || !slices.Contains(got, model.LabelValue(value)) {
+				t.Errorf("%s: variable %s: %s gives %v (err %v), want %q among them", d.file, name, v.queryText(), got, err, value)
+			}
+		}
 	}
 }
 
