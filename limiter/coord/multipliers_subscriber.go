@@ -75,8 +75,10 @@ type Subscriber struct {
 }
 
 // NewSubscriber returns a subscriber on c (a single Redis or a
-// cluster client); call Run to start it. It registers the gauge
-// throttled_multiplier_age_seconds on reg (nil: not registered).
+// cluster client); call Run to start it. It registers the gauges
+// throttled_multiplier_age_seconds and throttled_multiplier_stale_after_seconds
+// (its StaleAfter, so that alerts follow the configured staleness) on reg
+// (nil: not registered).
 func NewSubscriber(c redis.UniversalClient, s Settings, reg prometheus.Registerer) (*Subscriber, error) {
 	s, err := s.withDefaults()
 	if err != nil {
@@ -88,8 +90,15 @@ func NewSubscriber(c redis.UniversalClient, s Settings, reg prometheus.Registere
 			Name: "throttled_multiplier_age_seconds",
 			Help: "Age of the last multipliers this instance received (its clock minus the controller step that produced them); +Inf before the first.",
 		}, sub.ageSeconds)
-		if err := reg.Register(age); err != nil {
-			return nil, fmt.Errorf("coord: registering throttled_multiplier_age_seconds: %w", err)
+		staleAfter := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "throttled_multiplier_stale_after_seconds",
+			Help: "Age beyond which this instance treats the multipliers as stale (1): controller.stale_after.",
+		})
+		staleAfter.Set(s.StaleAfter.Seconds())
+		for _, g := range []prometheus.Collector{age, staleAfter} {
+			if err := reg.Register(g); err != nil {
+				return nil, fmt.Errorf("coord: registering the multiplier gauges: %w", err)
+			}
 		}
 	}
 	return sub, nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/multiplier"
 )
@@ -254,4 +256,18 @@ func BenchmarkSubscriberMultiplier(b *testing.B) {
 			}
 		})
 	})
+}
+
+// Every subscriber exports the staleness it applies, so that the
+// MultipliersStale alert follows controller.stale_after.
+func TestSubscriberExportsStaleAfter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := NewSubscriber(nil, Settings{StaleAfter: 7 * time.Second}, reg); err != nil {
+		t.Fatal(err)
+	}
+	want := "# HELP throttled_multiplier_stale_after_seconds Age beyond which this instance treats the multipliers as stale (1): controller.stale_after.\n" +
+		"# TYPE throttled_multiplier_stale_after_seconds gauge\nthrottled_multiplier_stale_after_seconds 7\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttled_multiplier_stale_after_seconds"); err != nil {
+		t.Fatal(err)
+	}
 }
