@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/overload"
 )
 
 // demoFlags are the flags of `throttled demo`.
@@ -19,108 +20,69 @@ type demoFlags struct {
 	redisURL      string
 	prometheusURL string
 	adminListen   string
-	refresh       time.Duration
 	plain         bool
 }
 
-// demo runs a simulated backend with limited capacity, a load generator
-// with free and premium clients that drives it into overload, and the real
-// enforcement (sidecar proxy) and controller in between, on embedded
-// defaults unless --redis-url / --prometheus-url name real parts.
+// demo runs the `surge` overload scenario live: a backend of limited
+// capacity, premium and free clients (and one greedy free key above its
+// quota), a free surge to 2.5× capacity in the middle third, and the real
+// serve stack (both loops) in between, on embedded defaults unless
+// --redis-url / --prometheus-url name real parts. It is `throttled bench
+// overload --scenario surge --mode controller` with a live table.
 func demo(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(w)
 	var f demoFlags
-	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run")
+	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run (thirds: before, surge, after)")
 	fs.StringVar(&f.redisURL, "redis-url", "", "use this Redis instead of the in-memory store")
 	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus; it must scrape the demo's /metrics at --admin-listen")
-	fs.StringVar(&f.adminListen, "admin-listen", "127.0.0.1:0", "admin API and /metrics address")
-	fs.DurationVar(&f.refresh, "refresh", time.Second, "table refresh interval")
+	fs.StringVar(&f.adminListen, "admin-listen", "", "admin API and /metrics address (default: a free loopback port)")
 	fs.BoolVar(&f.plain, "plain", false, "print rows instead of redrawing the table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
+	}
 	if f.duration < 3*time.Second || f.duration > 24*time.Hour {
 		return fmt.Errorf("demo: --duration %v must be in 3s..24h", f.duration)
 	}
-	if f.refresh < 100*time.Millisecond {
-		return errors.New("demo: --refresh must be at least 100ms")
-	}
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(sig, f.duration) // Ctrl-C ends it early, with the summary
-	defer cancel()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop() // Ctrl-C ends the run early, with the summary
 	_, err := runDemo(ctx, f, w)
 	return err
 }
 
-// demoConfig is the demo's configuration: two tiers, one rule per API key,
-// a fast controller with a 250 ms p99 target.
-func demoConfig(f demoFlags, upstream string) (*Config, error) {
-	src := fmt.Sprintf(`listen: 127.0.0.1:0
-upstream: %s
-admin:
-  listen: %s
-  tokens:
-    write: demo-token-not-for-production
-redis:
-  url: %q
-prometheus:
-  url: %q
-  # The demo's own upstream metrics, over a short window to follow the run.
-  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_upstream_request_duration_seconds_bucket[10s])))
-  error_ratio_query: (sum(rate(throttled_upstream_requests_total{code=~"5.."}[10s])) or vector(0)) / sum(rate(throttled_upstream_requests_total[10s]))
-tiers:
-  free:    { rate: 20,  period: 1s, burst: 20,  priority: 1, beta: 0.5, alpha: 0.1 }
-  premium: { rate: 400, period: 1s, burst: 400, priority: 0, beta: 0.8, alpha: 0.2 }
-default_tier: free
-assignments: { premium-0: premium, premium-1: premium, premium-2: premium, premium-3: premium, premium-4: premium }
-rules:
-  - name: per-key
-    match: { path: / }
-    key: header:X-API-Key
-controller:
-  period: 1s
-  latency_target: 250ms
-  headroom: 0.3
-  hold_timeout: 10s
-`, upstream, f.adminListen, f.redisURL, f.prometheusURL)
-	return parseConfig([]byte(src), nil)
-}
+// demoTarget is the latency target of the demo's 2xx answers.
+const demoTarget = 250 * time.Millisecond
 
-// runDemo runs the demo until ctx ends and returns what the view saw.
-func runDemo(ctx context.Context, f demoFlags, w io.Writer) (*demoView, error) {
-	backend, err := startBackend(8, 20*time.Millisecond)
+// runDemo runs the demo until its duration passes or ctx ends, and returns
+// the report.
+func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, error) {
+	bs := overload.BackendSettings{}
+	sc, err := overload.Lookup("surge", bs.Capacity())
 	if err != nil {
-		return nil, err
+		return overload.Report{}, err
 	}
-	defer backend.close()
-	cfg, err := demoConfig(f, backend.url)
-	if err != nil {
-		return nil, err
+	view := newDemoView(w, f.plain, bs.Capacity())
+	parts := overloadParts{redisURL: f.redisURL, prometheusURL: f.prometheusURL, adminListen: f.adminListen}
+	fmt.Fprintf(w, "throttled demo: backend capacity %.0f req/s; premium %.0f req/s, free surging from %.0f to %.0f req/s in the middle third; %v\n",
+		bs.Capacity(), sc.Capacity*0.5, sc.Capacity*0.25, sc.Capacity*2.5, f.duration)
+	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: demoTarget,
+		Mode: overload.Controller, Backend: bs, OnRow: view.row,
+		Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
+			st, err := startOverloadStack(ctx, spec, parts)
+			if err == nil {
+				fmt.Fprintf(w, "proxy %s, admin and /metrics %s\n\n", st.URLs()[0], st.admins[0])
+			}
+			return st, err
+		}})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, overload.ErrUnreconciled) {
+		return rep, err
 	}
-	started := make(chan map[string]string, 1)
-	done := make(chan error, 1)
-	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	go func() { done <- runServe(serveCtx, cfg, log, started) }()
-	var addrs map[string]string
-	select {
-	case addrs = <-started:
-	case err := <-done:
-		stopServe()
-		return nil, err
+	view.summary(rep)
+	if errors.Is(err, overload.ErrUnreconciled) {
+		return rep, err
 	}
-	gen := newLoadGen("http://"+addrs["proxy"], f.duration)
-	view := newDemoView(w, f.plain, gen, backend, limiterReader{admin: "http://" + addrs["admin"]})
-	fmt.Fprintf(w, "throttled demo: backend capacity ≈ %d req/s, proxy %s, metrics http://%s/metrics, for %v\n",
-		backend.capacity(), addrs["proxy"], addrs["admin"], f.duration)
-	genDone := make(chan struct{})
-	go func() { gen.run(ctx); close(genDone) }()
-	view.loop(ctx, f.refresh)
-	<-genDone
-	stopServe()
-	err = <-done
-	view.summary()
-	return view, err
+	return rep, nil
 }

@@ -1,113 +1,65 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/throttledhq/throttled/internal/overload"
 )
 
-// limiterReader reads the tier multipliers the controller published, from
-// the demo's own /metrics.
-type limiterReader struct{ admin string }
-
-func (l limiterReader) multipliers() map[string]float64 {
-	out := map[string]float64{}
-	resp, err := http.Get(l.admin + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return out
-	}
-	if mf := families["throttled_tier_multiplier"]; mf != nil {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "tier" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return out
-}
-
-// demoView draws the live table and the summary.
+// demoView draws one table per second and the summary. Rows come from
+// overload.Run, exact: every request lands in the second it was sent.
 type demoView struct {
-	w       io.Writer
-	redraw  bool
-	gen     *loadGen
-	backend *backend
-	mults   limiterReader
-	start   time.Time
-	minMult map[string]float64
-	history []string
+	w        io.Writer
+	redraw   bool
+	capacity float64
 }
 
-func newDemoView(w io.Writer, plain bool, gen *loadGen, b *backend, m limiterReader) *demoView {
+func newDemoView(w io.Writer, plain bool, capacity float64) *demoView {
 	redraw := false
 	if f, ok := w.(*os.File); ok && !plain {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			redraw = true
 		}
 	}
-	return &demoView{w: w, redraw: redraw, gen: gen, backend: b, mults: m, start: time.Now(),
-		minMult: map[string]float64{"free": 1, "premium": 1}}
+	return &demoView{w: w, redraw: redraw, capacity: capacity}
 }
 
-func (v *demoView) loop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			v.draw(v.gen.swap(), every)
-		}
-	}
+// demoLoads are the row's loads in display order.
+var demoLoads = []struct{ load, tier, label string }{
+	{"premium", "premium", "premium"},
+	{"free", "free", "free"},
+	{"greedy", "free", "free (1 greedy key)"},
 }
 
-// tierOf maps a load class to the tier its clients are in.
-func tierOf(class string) string {
-	if class == "greedy" {
-		return "free"
-	}
-	return class
-}
-
-func (v *demoView) draw(win map[string]*window, every time.Duration) {
-	m := v.mults.multipliers()
+// row draws one second.
+func (v *demoView) row(r overload.Row) {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "t=%3.0fs\tclients\tmultiplier\toffered/s\tgoodput/s\t429/s\t503/s\tp99 ok\t\n", time.Since(v.start).Seconds())
-	for _, t := range demoTiers {
-		w := win[t.name]
-		mult, ok := m[tierOf(t.name)]
-		ms := "-"
-		if ok {
-			ms = fmt.Sprintf("%.2f", mult)
-			v.minMult[tierOf(t.name)] = min(v.minMult[tierOf(t.name)], mult)
+	fmt.Fprintf(tw, "t=%3ds %s\tmultiplier\tsent\t2xx\t429\t503 shed\t503 backend\tp99 2xx\t\n", r.Second, r.Phase)
+	for _, l := range demoLoads {
+		c := r.Loads[l.load]
+		if c == nil {
+			continue
 		}
-		per := every.Seconds()
-		fmt.Fprintf(tw, "\t%s\t%s\t%.0f\t%.0f\t%.0f\t%.0f\t%v\t\n", label(t.name), ms,
-			float64(w.sent.Load())/per, float64(w.ok.Load())/per, float64(w.over.Load())/per,
-			float64(w.shed.Load())/per, w.p99().Round(time.Millisecond))
+		mult := "-"
+		if m, ok := r.Multipliers[l.tier]; ok {
+			mult = fmt.Sprintf("%.2f", m)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%v\t\n", l.label, mult, c.Sent(), c.Class[overload.OK],
+			c.Class[overload.OverQuota], c.Class[overload.Shed]+c.Class[overload.Bulkhead]+c.Class[overload.Breaker],
+			c.Class[overload.Backend503], c.Latency.Quantile(0.99).Round(time.Millisecond))
 	}
+	t := r.Total()
+	fmt.Fprintf(tw, "goodput\t%.2f·C\t\t%d\t\t\t\t\t\n", float64(t.WithinTarget)/r.Capacity, t.Class[overload.OK])
 	tw.Flush()
 	if v.redraw {
 		fmt.Fprint(v.w, "\033[H\033[2J")
-		fmt.Fprintf(v.w, "throttled demo — backend capacity ≈ %d req/s (Ctrl-C to stop)\n\n", v.backend.capacity())
+		fmt.Fprintf(v.w, "throttled demo — backend capacity %.0f req/s (Ctrl-C to stop)\n\n", v.capacity)
 	}
 	fmt.Fprint(v.w, b.String())
 	if !v.redraw {
@@ -115,24 +67,24 @@ func (v *demoView) draw(win map[string]*window, every time.Duration) {
 	}
 }
 
-func label(class string) string {
-	if class == "greedy" {
-		return "free (1 greedy key)"
-	}
-	return class
-}
-
-// summary prints the totals of the whole run.
-func (v *demoView) summary() {
-	fmt.Fprintf(v.w, "\nsummary after %v:\n", time.Since(v.start).Round(time.Second))
+// summary prints the run's totals and ends with the bench's headline.
+func (v *demoView) summary(rep overload.Report) {
+	fmt.Fprintf(v.w, "\nsummary after %d s:\n", len(rep.Rows))
 	tw := tabwriter.NewWriter(v.w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tsent\t2xx\t429\t503\tother\tp99 ok\tlowest multiplier\t")
-	for _, t := range demoTiers {
-		w := v.gen.total[t.name]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%.2f\t\n", label(t.name), w.sent.Load(), w.ok.Load(),
-			w.over.Load(), w.shed.Load(), w.other.Load()+w.dropped.Load(), w.p99().Round(time.Millisecond), v.minMult[tierOf(t.name)])
+	fmt.Fprintln(tw, "clients\tsent\t2xx\t429\t503 shed\t503 backend\tother\tp99 2xx\t")
+	for _, l := range demoLoads {
+		c, ok := rep.Totals[l.load]
+		if !ok {
+			continue
+		}
+		other := c.Class[overload.Other] + c.Class[overload.Failed] + c.Class[overload.Dropped]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t\n", l.label, c.Sent(), c.Class[overload.OK], c.Class[overload.OverQuota],
+			c.Class[overload.Shed]+c.Class[overload.Bulkhead]+c.Class[overload.Breaker], c.Class[overload.Backend503], other,
+			c.Latency.Quantile(0.99).Round(time.Millisecond))
 	}
 	tw.Flush()
-	fmt.Fprintln(v.w, "\n429: the client spent its quota. 503: shed because the controller cut its tier's multiplier")
-	fmt.Fprintln(v.w, "while the backend was overloaded (free first: lowest priority).")
+	fmt.Fprintln(v.w, "\n429: the client spent its own quota. 503 shed: throttled refused a request the client had every right")
+	fmt.Fprintln(v.w, "to send, lowest priority first, to keep the backend within its capacity; 503 backend: the backend's own")
+	fmt.Fprintln(v.w, "overload answer, which throttled exists to prevent.")
+	fmt.Fprintln(v.w, "\n"+headline(rep))
 }
