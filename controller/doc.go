@@ -6,17 +6,25 @@
 // # The law
 //
 // [Law.Step] is a pure function of the previous [State], the signals
-// ([Input]) and the time. It is priority-ordered AIMD:
+// ([Input]) and the time. It is priority-ordered, proportional AIMD:
 //
 //   - Overloaded (any usable signal above its target): the lowest-priority
-//     tier still above its floor is cut, m = max(floor, m × β). At most one
+//     tier still above its floor is cut in proportion to the overload,
+//     m = max(floor, m × max(β, 1/r)), r the worst usable value ÷ target: a
+//     small overshoot gives a small cut, a big one at most β. The tier
+//     remembers the level it was cut from (its knee, [TierState.Knee]) and,
+//     when the admitted rate is measured ([Input.Admitted]), its rate cap
+//     ([TierState.Rate]) becomes min(measured, cap) × the cut. At most one
 //     cut per [Settings.Cooldown] (across all tiers), so that a cut can show
 //     its effect on the signals before the next one.
 //   - Healthy (every usable signal below target × (1 − headroom), and at
-//     least one usable): the highest-priority tier below its ceiling gains
-//     α, m = min(ceiling, m + α). Increases have no cool-down of their own:
-//     the additive step per period is their rate limit, and the hysteresis
-//     band keeps them from flapping with the cuts.
+//     least one usable): the highest-priority tier below its ceiling grows
+//     in proportion to the headroom, m = max(m + α, m × min(Growth, band/r)),
+//     but below its knee only part of the way back to it, so that it does
+//     not return straight into the overload that made it cut. A rate cap
+//     grows with the multiplier and is lifted at the ceiling. Increases have
+//     no cool-down of their own; the hysteresis band keeps them from
+//     flapping with the cuts.
 //   - In between (the hysteresis band): hold.
 //   - No usable signal (NaN, ±Inf targets, Valid false, stale, or none at
 //     all): hold. Once [Settings.HoldTimeout] has passed since the last

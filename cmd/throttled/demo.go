@@ -21,6 +21,7 @@ type demoFlags struct {
 	prometheusURL string
 	adminListen   string
 	plain         bool
+	backend       overload.BackendSettings // zero: the default backend (tests scale it down)
 }
 
 // demo runs the `surge` overload scenario live: a backend of limited
@@ -59,7 +60,7 @@ const demoTarget = 250 * time.Millisecond
 // runDemo runs the demo until its duration passes or ctx ends, and returns
 // the report.
 func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, error) {
-	bs := overload.BackendSettings{}
+	bs := f.backend
 	sc, err := overload.Lookup("surge", bs.Capacity())
 	if err != nil {
 		return overload.Report{}, err

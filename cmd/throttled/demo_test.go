@@ -11,12 +11,17 @@ import (
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
+// smallBackend is the demo's backend scaled down to 50 req/s, so that the
+// tests measure control and not the CPU of a machine that runs other tests
+// under -race beside them.
+var smallBackend = overload.BackendSettings{Workers: 2, ServiceTime: 40 * time.Millisecond}
+
 // TestDemo runs the demo briefly on embedded defaults: a table per second,
 // free shed (503) during the surge, the greedy key's 429s, and the summary
 // that ends with the bench's headline.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	rep, err := runDemo(context.Background(), demoFlags{duration: 9 * time.Second, plain: true}, &out)
+	rep, err := runDemo(context.Background(), demoFlags{duration: 9 * time.Second, plain: true, backend: smallBackend}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +38,12 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// TestSurgeKeepsPremiumWhole is the short surge run of the test suite,
-// scaled down to a backend of 50 req/s so that it measures control and not
-// the CPU of a machine running other tests under -race: premium keeps ≥ 99 %
+// TestSurgeKeepsPremiumWhole is the short surge run of the test suite, on
+// the small backend: premium keeps ≥ 99 %
 // of its requests through the surge, and the p99 of 2xx settles within the
 // target. The figures of record are the benchmark's (BENCHMARKS.md).
 func TestSurgeKeepsPremiumWhole(t *testing.T) {
-	bs := overload.BackendSettings{Workers: 2, ServiceTime: 40 * time.Millisecond}
+	bs := smallBackend
 	sc, err := overload.Lookup("surge", bs.Capacity())
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +76,8 @@ func TestDemoOnRealParts(t *testing.T) {
 	admin := testenv.Addr(testenv.FreePort(t))
 	prom := testenv.StartPrometheus(t, admin)
 	var out bytes.Buffer
-	f := demoFlags{duration: 15 * time.Second, plain: true, adminListen: admin, redisURL: r.URL(), prometheusURL: prom.URL()}
+	f := demoFlags{duration: 15 * time.Second, plain: true, adminListen: admin, redisURL: r.URL(), prometheusURL: prom.URL(),
+		backend: smallBackend}
 	rep, err := runDemo(context.Background(), f, &out)
 	if err != nil {
 		t.Fatal(err)
