@@ -189,8 +189,13 @@ func (l *Law) Init(now time.Time) State {
 //     whose latency stays flat until capacity and then rises steeply reads
 //     as deep headroom just below its knee; growing by the room alone would
 //     jump back over it and oscillate. Approaching by parts lands in the
-//     band instead. Within α/4 of the knee the knee no longer holds the
-//     tier back, and passing it forgets it.
+//     band instead. Within α/4 of the knee a tier with a rate cap (its
+//     admitted rate was measured) holds there until ProbeAfter has passed
+//     since its last cut, then probes past it (at most one probe, two
+//     direction changes, per ProbeAfter); one without a cap passes at once.
+//     Passing the knee forgets it. A tier whose measured admitted rate fell
+//     below half its rate cap is no longer held by the cut (its surge is
+//     over): it forgets its knee and grows by the room at once.
 //   - Recovery after HoldTimeout without a usable signal adds α, knee or
 //     not: with no reading there is no headroom to size a step by.
 //
@@ -218,10 +223,10 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 		if worst > 0 {
 			room = (1 - l.s.Headroom) / worst
 		}
-		changed = l.increase(&next, ActionIncrease, room)
+		changed = l.increase(&next, ActionIncrease, room, in.Admitted, now)
 	case ConditionNoSignal:
 		if now.Sub(next.LastValid) >= l.s.HoldTimeout {
-			changed = l.increase(&next, ActionRecover, 1)
+			changed = l.increase(&next, ActionRecover, 1, nil, now)
 		}
 	}
 	if changed {
@@ -355,17 +360,30 @@ func cutRate(limit, measured, ratio float64) float64 {
 	return limit * ratio
 }
 
+// kneeSlack: a tier whose measured admitted rate is below this fraction of
+// its rate cap is no longer held by the cut (its surge is over), so it
+// grows freely, knee or not.
+const kneeSlack = 0.5
+
 // increase raises the most important tier below its ceiling (see Step for
 // by how much: room is 1 for a recovery), scales its rate cap alike, and
-// marks it with action. It reports whether it raised one.
-func (l *Law) increase(st *State, action Action, room float64) bool {
+// marks it with action. It reports whether it raised one; a tier holding at
+// its knee raises none.
+func (l *Law) increase(st *State, action Action, room float64, admitted map[string]float64, now time.Time) bool {
 	for i := range st.Tiers {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier < t.Ceiling {
 			old := ts.Multiplier
-			if gap := ts.Knee - old; action == ActionIncrease && gap > t.Alpha/4 {
+			if a := admitted[ts.Name]; a > 0 && a <= math.MaxFloat64 && ts.Rate > 0 && a < ts.Rate*kneeSlack {
+				ts.Knee = 0 // the cut no longer binds: the overload that set the knee is over
+			}
+			gap := ts.Knee - old
+			switch {
+			case action == ActionIncrease && gap > t.Alpha/4:
 				ts.Multiplier = old + gap*math.Min(1, room-1)/2
-			} else {
+			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:
+				return false // at its knee, still held by its cap: hold until a probe past it is due
+			default:
 				ts.Multiplier = math.Max(old+t.Alpha, old*math.Min(t.Growth, room))
 			}
 			if ts.Multiplier > t.Ceiling-snap {

@@ -231,6 +231,24 @@ func knees(st State) []float64 {
 	return k
 }
 
+// cutAgo marks the free tier of st as cut d before t0.
+func cutAgo(st State, d time.Duration) State {
+	st.Tiers[2].LastDecrease = at(-d)
+	return st
+}
+
+// capped gives the free tier of st a rate cap.
+func capped(st State, rate float64) State {
+	st.Tiers[2].Rate = rate
+	return st
+}
+
+// withAdmitted adds the free tier's measured admitted rate to in.
+func withAdmitted(in Input, free float64) Input {
+	in.Admitted = map[string]float64{"free": free}
+	return in
+}
+
 func TestStepKnee(t *testing.T) {
 	law := mustLaw(t, threeTiers()) // headroom 0.2, free α 0.25, standard α 0.2
 	ov, h, ns := ConditionOverloaded, ConditionHealthy, ConditionNoSignal
@@ -250,6 +268,13 @@ func TestStepKnee(t *testing.T) {
 		{"deep headroom: halfway", withKnee(0.2, 0.8), step{0, latency(0.1, 0), []float64{1, 1, 0.5}, hhi, h, 1}, []float64{0, 0, 0.8}},
 		{"room 1.5: a quarter", withKnee(0.2, 0.8), step{0, latency(0.8/1.5, 0), []float64{1, 1, 0.35}, hhi, h, 1}, []float64{0, 0, 0.8}},
 		{"near the band: little, less than α", withKnee(0.2, 0.8), step{0, latency(0.79, 0), []float64{1, 1, 0.2 + 0.6*(0.8/0.79-1)/2}, hhi, h, 1}, []float64{0, 0, 0.8}},
+		{"within α/4 a capped tier holds while a probe is not due", capped(cutAgo(withKnee(0.7, 0.76), 59*s), 100), step{0, latency(0.79, 0), []float64{1, 1, 0.7}, hhh, h, 0}, []float64{0, 0, 0.76}},
+		{"a probe is due ProbeAfter after the cut", capped(cutAgo(withKnee(0.7, 0.76), 60*s), 100), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
+		{"without a cap nothing says the cut still binds: it passes", cutAgo(withKnee(0.7, 0.76), 5*s), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
+		{"a cap that no longer binds: the surge is over, grow by the room", capped(cutAgo(withKnee(0.2, 0.8), 5*s), 100),
+			step{0, withAdmitted(latency(0.1, 0), 40), []float64{1, 1, 0.45}, hhi, h, 1}, []float64{0, 0, 0}},
+		{"a cap that binds keeps the knee", capped(cutAgo(withKnee(0.2, 0.8), 5*s), 100),
+			step{0, withAdmitted(latency(0.1, 0), 90), []float64{1, 1, 0.5}, hhi, h, 1}, []float64{0, 0, 0.8}},
 		{"within α/4 it no longer holds", withKnee(0.7, 0.76), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
 		{"passed, forgotten", withKnee(0.7, 0.76), step{0, latency(0.1, 0), []float64{1, 1, 1}, hhi, h, 1}, []float64{0, 0, 0}},
 		{"recovery ignores it", withKnee(0.2, 0.8), step{30 * s, Input{}, []float64{1, 1, 0.45}, hhr, ns, 1}, []float64{0, 0, 0.8}},

@@ -20,6 +20,7 @@ const (
 	DefaultAlpha       = 0.1
 	DefaultBeta        = 0.5
 	DefaultGrowth      = 2.0
+	DefaultProbeAfter  = time.Minute
 	DefaultFloor       = 0.05
 	DefaultCeiling     = 1.0
 )
@@ -74,6 +75,11 @@ type Settings struct {
 	// HoldTimeout is how long the law holds without a usable signal before
 	// it starts to recover towards the ceilings. 0 means DefaultHoldTimeout.
 	HoldTimeout time.Duration
+	// ProbeAfter is how long a tier that grew back to the level it was
+	// last cut from (its knee) holds there before it probes past it: at
+	// most one probe per ProbeAfter, so a steady overload costs at most two
+	// direction changes per ProbeAfter. 0 means DefaultProbeAfter.
+	ProbeAfter time.Duration
 	// StaleAfter: a signal whose At is older than this is unusable. A zero
 	// At is taken as fresh. 0 means three periods.
 	StaleAfter time.Duration
@@ -98,6 +104,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.HoldTimeout == 0 {
 		s.HoldTimeout = DefaultHoldTimeout
+	}
+	if s.ProbeAfter == 0 {
+		s.ProbeAfter = DefaultProbeAfter
 	}
 	if s.StaleAfter == 0 {
 		s.StaleAfter = 3 * s.Period
@@ -153,7 +162,7 @@ func (s Settings) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"cooldown", s.Cooldown}, {"hold_timeout", s.HoldTimeout}, {"stale_after", s.StaleAfter}} {
+	}{{"cooldown", s.Cooldown}, {"hold_timeout", s.HoldTimeout}, {"stale_after", s.StaleAfter}, {"probe_after", s.ProbeAfter}} {
 		if f.v < 0 { // 0 is a default derived from period and jitter, checked above
 			errs = append(errs, invalid(f.name, f.v, "must not be negative"))
 		}
