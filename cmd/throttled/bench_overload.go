@@ -28,7 +28,8 @@ func benchOverload(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per mode (one per line)")
 	var parts overloadParts
 	fs.StringVar(&parts.redisURL, "redis-url", "", "use this Redis instead of the in-memory store (required for --instances > 1)")
-	fs.StringVar(&parts.prometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics)")
+	fs.StringVar(&parts.prometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
+	fs.StringVar(&parts.adminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,9 +89,10 @@ func startOverloadStack(ctx context.Context, spec overload.StackSpec, parts over
 	st := &overloadStack{stop: stop}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i := range n {
-		admin := "127.0.0.1:0"
-		if parts.adminListen != "" && i == 0 {
-			admin = parts.adminListen
+		admin, err := adminAddr(parts.adminListen, i)
+		if err != nil {
+			st.Close()
+			return nil, err
 		}
 		cfg, err := overloadConfig(spec, parts, admin)
 		if err != nil {
@@ -110,6 +113,23 @@ func startOverloadStack(ctx context.Context, spec overload.StackSpec, parts over
 		}
 	}
 	return st, nil
+}
+
+// adminAddr is instance i's admin listener: a free loopback port, or
+// base's port + i so that a Prometheus can be pointed at every instance.
+func adminAddr(base string, i int) (string, error) {
+	if base == "" {
+		return "127.0.0.1:0", nil
+	}
+	host, port, err := net.SplitHostPort(base)
+	if err != nil {
+		return "", fmt.Errorf("bench overload: --admin-listen %q: %w", base, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p+i > 65535 {
+		return "", fmt.Errorf("bench overload: --admin-listen %q: want a fixed port", base)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }
 
 // URLs are the instances' proxy URLs.
