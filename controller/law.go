@@ -17,6 +17,11 @@ type Signal struct {
 	Target float64   // overloaded above it; must be finite and positive
 	Valid  bool      // false when the source could not produce a value
 	At     time.Time // when it was measured; zero means "now"
+	// Keep, when in (0, 1], is the fraction of the load to keep to bring
+	// this signal back to its target, for a signal that knows it: a
+	// refused fraction s of the load says 1 − s. 0 means unknown: the law
+	// takes target ÷ value.
+	Keep float64
 }
 
 // Input is everything the law reads in one step.
@@ -170,10 +175,16 @@ func (l *Law) Init(now time.Time) State {
 // The worst usable signal, as a ratio r = value / target, sizes each move:
 //
 //   - Overloaded (r > 1): the least important tier above its floor is
-//     multiplied by max(β, 1/r), never below its floor: a small overshoot
-//     gives a small cut, a large one β. 1/r is the cut that would bring a
-//     signal proportional to load back to its target if this tier carried
-//     all the load. Past capacity latency and errors rise faster than load,
+//     multiplied by max(β, share), never below its floor: a small overshoot
+//     gives a small cut, a large one β. keep, the fraction of the load to
+//     keep, is the signal's own estimate when it has one (Signal.Keep: the
+//     inner loop's refused fraction s says 1 − s) and 1/r otherwise, the
+//     cut that would bring a signal proportional to load back to its
+//     target; of several overloaded signals the smallest keep counts. When
+//     the admitted rates are measured the tier sheds the whole excess,
+//     share = 1 − (1 − keep) × total ÷ tier, so a tier that carries part of
+//     the load is cut deeper, not cut again and again; otherwise share =
+//     keep, as if this tier carried all the load. Past capacity latency and errors rise faster than load,
 //     which makes 1/r deeper than the load's excess; a tier carrying only
 //     part of the load makes it shallower. Later cuts, one per cool-down so
 //     that each shows in the signals first, correct both ways; β bounds
@@ -209,7 +220,7 @@ func (l *Law) Init(now time.Time) State {
 func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
 	next.At = now
-	cond, worst := l.assess(in, now)
+	cond, worst, keep := l.assess(in, now)
 	next.Condition = cond
 	if cond != ConditionNoSignal {
 		next.LastValid = now
@@ -217,7 +228,7 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	changed := false
 	switch cond {
 	case ConditionOverloaded:
-		changed = l.decrease(&next, 1/worst, in.Admitted, now)
+		changed = l.decrease(&next, keep, in.Admitted, now)
 	case ConditionHealthy:
 		room := math.Inf(1) // a signal at or below 0 leaves all the room there is
 		if worst > 0 {
@@ -296,9 +307,9 @@ func (l *Law) Usable(s Signal, now time.Time) bool {
 
 // assess reads the usable signals: the condition, and the worst ratio of a
 // value to its target (−Inf when none is usable; never NaN).
-func (l *Law) assess(in Input, now time.Time) (Condition, float64) {
+func (l *Law) assess(in Input, now time.Time) (Condition, float64, float64) {
 	usable, over, healthy := false, false, true
-	worst := math.Inf(-1)
+	worst, keep := math.Inf(-1), 1.0
 	for _, s := range in.Signals {
 		if !l.Usable(s, now) {
 			continue
@@ -307,6 +318,11 @@ func (l *Law) assess(in Input, now time.Time) (Condition, float64) {
 		worst = math.Max(worst, s.Value/s.Target)
 		if s.Value > s.Target {
 			over = true
+			k := s.Target / s.Value
+			if s.Keep > 0 && s.Keep <= 1 {
+				k = s.Keep
+			}
+			keep = math.Min(keep, k)
 		}
 		if !(s.Value < s.Target*(1-l.s.Headroom)) {
 			healthy = false
@@ -314,19 +330,22 @@ func (l *Law) assess(in Input, now time.Time) (Condition, float64) {
 	}
 	switch {
 	case !usable:
-		return ConditionNoSignal, worst
+		return ConditionNoSignal, worst, keep
 	case over:
-		return ConditionOverloaded, worst
+		return ConditionOverloaded, worst, keep
 	case healthy:
-		return ConditionHealthy, worst
+		return ConditionHealthy, worst, keep
 	}
-	return ConditionBand, worst
+	return ConditionBand, worst, keep
 }
 
 // decrease cuts the least important tier above its floor by max(β,
 // share), unless a cut happened less than Cooldown ago, and sets its rate
-// cap from admitted. It reports whether it cut.
-func (l *Law) decrease(st *State, share float64, admitted map[string]float64, now time.Time) bool {
+// cap from admitted. keep is the fraction of the whole load to keep; when
+// the admitted rates say how much of it the tier carries, the tier sheds
+// the whole excess, share = 1 − (1 − keep) × total ÷ tier, else share =
+// keep. It reports whether it cut.
+func (l *Law) decrease(st *State, keep float64, admitted map[string]float64, now time.Time) bool {
 	for _, ts := range st.Tiers {
 		if !ts.LastDecrease.IsZero() && now.Sub(ts.LastDecrease) < l.s.Cooldown {
 			return false
@@ -336,7 +355,7 @@ func (l *Law) decrease(st *State, share float64, admitted map[string]float64, no
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier > t.Floor {
 			old := ts.Multiplier
-			ts.Multiplier = old * math.Max(t.Beta, share)
+			ts.Multiplier = old * math.Max(t.Beta, tierShare(keep, admitted, ts.Name))
 			if ts.Multiplier < t.Floor+snap {
 				ts.Multiplier = t.Floor
 			}
@@ -353,6 +372,22 @@ func (l *Law) decrease(st *State, share float64, admitted map[string]float64, no
 // cutRate is the rate cap after a cut by ratio: the lower of the current
 // cap and the measured rate, each only if known (positive and finite),
 // times ratio; 0 (no cap) when neither is known.
+// tierShare is the fraction of its load tier keeps so that the whole
+// load falls to keep of itself: the tier sheds the whole excess when the
+// admitted rates are known, else keep.
+func tierShare(keep float64, admitted map[string]float64, tier string) float64 {
+	own, total := admitted[tier], 0.0
+	for _, a := range admitted {
+		if a > 0 && a <= math.MaxFloat64 {
+			total += a
+		}
+	}
+	if !(own > 0 && own <= math.MaxFloat64) || total <= 0 {
+		return keep
+	}
+	return math.Max(0, 1-(1-keep)*total/own)
+}
+
 func cutRate(limit, measured, ratio float64) float64 {
 	if measured > 0 && measured <= math.MaxFloat64 && (limit == 0 || measured < limit) {
 		limit = measured

@@ -134,28 +134,50 @@ func TestStepSteadyInBandDoesNotMove(t *testing.T) {
 func TestStepRateCapFollowsMultiplier(t *testing.T) {
 	law := mustLaw(t, threeTiers()) // cooldown 10 s, headroom 0.2
 	ov, h := ConditionOverloaded, ConditionHealthy
+	third := 50.0 * 2 / 3
 	st := runRateSteps(t, law, state(1, 1, 1), []rateStep{
-		// Cut: the measured 400 req/s × 0.8.
-		{step{0, admitted(latency(1.25, 0), 400, 300, 100), []float64{1, 1, 0.8}, hhd, ov, 1}, []float64{0, 0, 320}},
-		// Cut again: the cap (320) is lower than the measured 350 (a 1 m window still full of the uncapped rate).
-		{step{10 * s, admitted(latency(2, 10*s), 350, 300, 100), []float64{1, 1, 0.4}, hhd, ov, 2}, []float64{0, 0, 160}},
+		// Keep 0.8 of 800 req/s: free (400 of them) sheds the whole excess,
+		// 1 − 0.2 × 800/400 = 0.6; its cap the measured 400 × 0.6.
+		{step{0, admitted(latency(1.25, 0), 400, 300, 100), []float64{1, 1, 0.6}, hhd, ov, 1}, []float64{0, 0, 240}},
+		// Keep 0.5: more than free carries; β bounds the cut. The cap (240)
+		// is lower than the measured 350 (a 1 m window still full of the
+		// uncapped rate).
+		{step{10 * s, admitted(latency(2, 10*s), 350, 300, 100), []float64{1, 1, 0.3}, hhd, ov, 2}, []float64{0, 0, 120}},
 		// Cut again: the measured 100 is lower than the cap.
-		{step{20 * s, admitted(latency(4, 20*s), 100, 300, 100), []float64{1, 1, 0.2}, hhd, ov, 3}, []float64{0, 0, 50}},
-		{step{30 * s, admitted(latency(4, 30*s), 60, 300, 100), []float64{1, 1, 0.1}, hhd, ov, 4}, []float64{0, 0, 25}},
-		// Free at its floor: the next tier gets its own cap; free's stays.
-		{step{40 * s, admitted(latency(1.25, 40*s), 20, 300, 100), []float64{1, 0.8, 0.1}, hdh, ov, 5}, []float64{0, 240, 25}},
+		{step{20 * s, admitted(latency(4, 20*s), 100, 300, 100), []float64{1, 1, 0.15}, hhd, ov, 3}, []float64{0, 0, 50}},
+		// The floor (0.1) bounds the cut: the cap follows 0.1/0.15.
+		{step{30 * s, admitted(latency(4, 30*s), 60, 300, 100), []float64{1, 1, 0.1}, hhd, ov, 4}, []float64{0, 0, third}},
+		// Free at its floor: the next tier sheds the excess, 1 − 0.2 ×
+		// 420/300 = 0.72, and gets its own cap; free's stays.
+		{step{40 * s, admitted(latency(1.25, 40*s), 20, 300, 100), []float64{1, 0.72, 0.1}, hdh, ov, 5}, []float64{0, 216, third}},
 	})
-	// Increases scale the cap by the multiplier's ratio; with the knees
-	// forgotten (they have tests of their own), standard ×1.25 (room
-	// 0.8/0.64) is its ceiling: no cap.
+	// Increases scale the cap by the multiplier's ratio (the knees
+	// forgotten: they have tests of their own); at the ceiling it goes.
 	st.Tiers[1].Knee, st.Tiers[2].Knee = 0, 0
 	runRateSteps(t, law, st, []rateStep{
-		{step{41 * s, latency(0.64, 41*s), []float64{1, 1, 0.1}, hih, h, 6}, []float64{0, 0, 25}},
-		{step{42 * s, latency(0.79, 42*s), []float64{1, 1, 0.35}, hhi, h, 7}, []float64{0, 0, 87.5}}, // α
-		{step{43 * s, latency(0.4, 43*s), []float64{1, 1, 0.7}, hhi, h, 8}, []float64{0, 0, 175}},    // room 2
-		{step{44 * s, latency(0.79, 44*s), []float64{1, 1, 0.95}, hhi, h, 9}, []float64{0, 0, 237.5}},
-		{step{45 * s, latency(0.1, 45*s), []float64{1, 1, 1}, hhi, h, 10}, []float64{0, 0, 0}},
+		{step{41 * s, latency(0.64, 41*s), []float64{1, 0.92, 0.1}, hih, h, 6}, []float64{0, 276, third}},  // room 1.25: +α
+		{step{42 * s, latency(0.79, 42*s), []float64{1, 1, 0.1}, hih, h, 7}, []float64{0, 0, third}},       // ceiling: no cap
+		{step{43 * s, latency(0.4, 43*s), []float64{1, 1, 0.35}, hhi, h, 8}, []float64{0, 0, third * 3.5}}, // +α beats ×2
+		{step{44 * s, latency(0.79, 44*s), []float64{1, 1, 0.6}, hhi, h, 9}, []float64{0, 0, third * 6}},
+		{step{45 * s, latency(0.4, 45*s), []float64{1, 1, 1}, hhi, h, 10}, []float64{0, 0, 0}},
 	})
+}
+
+// A signal that knows the fraction of the load to keep (the inner loop's
+// refused fraction) sizes the cut with it rather than with target/value.
+func TestStepCutUsesTheSignalsKeep(t *testing.T) {
+	law := mustLaw(t, threeTiers())
+	sat := func(v, keep float64) Input {
+		return Input{Signals: []Signal{{Name: "saturation", Value: v, Target: 0.05, Valid: true, At: t0, Keep: keep}}}
+	}
+	ov := ConditionOverloaded
+	// 10 % refused: keep 0.9, although 0.1/0.05 alone would say β.
+	runSteps(t, law, state(1, 1, 1), []step{{0, sat(0.1, 0.9), []float64{1, 1, 0.9}, hhd, ov, 1}})
+	// Keep out of (0, 1]: target/value, bounded by β.
+	runSteps(t, law, state(1, 1, 1), []step{{0, sat(0.1, 1.5), []float64{1, 1, 0.5}, hhd, ov, 1}})
+	// With the admitted rates, free (100 of 400 req/s) sheds the whole
+	// 10 %: 1 − 0.1 × 400/100 = 0.6.
+	runSteps(t, law, state(1, 1, 1), []step{{0, admitted(sat(0.1, 0.9), 100, 200, 100), []float64{1, 1, 0.6}, hhd, ov, 1}})
 }
 
 func TestStepRecoveryScalesRateCap(t *testing.T) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"maps"
+	"slices"
 
 	"github.com/throttledhq/throttled/signals"
 )
@@ -14,13 +15,18 @@ import (
 // on the invalid ones. (The source's metrics record why a value failed.)
 // Valid admitted rates become Input.Admitted (a copy); invalid ones leave
 // it nil, every tier's rate unknown.
-func FromSignals(src signals.Source, targets map[signals.Kind]float64) Source {
-	return signalSource{src: src, targets: targets}
+//
+// refused names the kinds whose value is the fraction s of the load that
+// was refused (the inner loop's saturation, throttled_concurrency_saturation):
+// their Signal says Keep = 1 − s, so a cut sheds just the excess.
+func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
+	return signalSource{src: src, targets: targets, refused: refused}
 }
 
 type signalSource struct {
 	src     signals.Source
 	targets map[signals.Kind]float64
+	refused []signals.Kind
 }
 
 func (s signalSource) Read(ctx context.Context) (Input, error) {
@@ -32,7 +38,11 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 			continue
 		}
 		v := sig.Get(k)
-		in.Signals = append(in.Signals, Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At})
+		sg := Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At}
+		if slices.Contains(s.refused, k) && v.V >= 0 && v.V < 1 {
+			sg.Keep = 1 - v.V
+		}
+		in.Signals = append(in.Signals, sg)
 	}
 	if sig.Admitted.Valid {
 		in.Admitted = maps.Clone(sig.Admitted.ByTier)

@@ -75,3 +75,17 @@ func TestFromSignalsAdmitted(t *testing.T) {
 		t.Fatalf("invalid rates became %v, want nil", in.Admitted)
 	}
 }
+
+// A kind named as a refused fraction says how much load to keep: the
+// saturation 0.5 of partialSource keeps 0.5; other kinds say nothing.
+func TestFromSignalsRefusedFractionKeeps(t *testing.T) {
+	targets := map[signals.Kind]float64{signals.Latency: 0.5, signals.Saturation: 0.05}
+	in, _ := FromSignals(partialSource{at: t0}, targets, signals.Saturation).Read(context.Background())
+	if len(in.Signals) != 2 || in.Signals[0].Keep != 0 || in.Signals[1].Name != "saturation" || in.Signals[1].Keep != 0.5 {
+		t.Fatalf("signals %+v, want latency without Keep and saturation keeping 0.5", in.Signals)
+	}
+	in, _ = FromSignals(partialSource{at: t0}, targets).Read(context.Background())
+	if in.Signals[1].Keep != 0 {
+		t.Fatalf("saturation not named as refused: Keep %v, want 0", in.Signals[1].Keep)
+	}
+}

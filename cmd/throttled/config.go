@@ -166,7 +166,7 @@ func (c *Config) defaults() {
 		// The outer loop reads the inner loop's saturation, so that a cut
 		// the inner loop holds moves to the multipliers (cascade).
 		setDefault(&c.Controller.SaturationTarget, 0.05)
-		setDefault(&c.Prometheus.SaturationQuery, "max("+controller.SaturationMetric+")")
+		setDefault(&c.Prometheus.SaturationQuery, defaultSaturationQuery)
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
@@ -176,6 +176,16 @@ func (c *Config) defaults() {
 
 // innerLoop reports whether the proxy runs the inner, concurrency loop.
 func (c *Config) innerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
+
+// defaultSaturationQuery reads the inner loops' refused fractions.
+const defaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
+
+// saturationIsRefused reports whether the saturation signal is the inner
+// loop's refused fraction (its own gauge, or the default query of it), which
+// tells the law how much load to keep.
+func (c *Config) saturationIsRefused() bool {
+	return c.innerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == defaultSaturationQuery)
+}
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T

@@ -167,7 +167,11 @@ func (s *stack) buildController(ctx context.Context) error {
 		}
 		pub, lease = mp, l
 	}
-	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets), pub, lease, s.reg, controller.WithLogger(s.log))
+	var refused []signals.Kind
+	if s.cfg.saturationIsRefused() {
+		refused = append(refused, signals.Saturation)
+	}
+	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets, refused...), pub, lease, s.reg, controller.WithLogger(s.log))
 	if err != nil {
 		return err
 	}
