@@ -81,6 +81,7 @@ type ControllerConfig struct {
 	Headroom         float64      `yaml:"headroom"`
 	Cooldown         api.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
 	HoldTimeout      api.Duration `yaml:"hold_timeout"`
+	ProbeAfter       api.Duration `yaml:"probe_after"` // a capped tier at its last cut level holds this long before probing past it
 	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
 	LeaseTTL         api.Duration `yaml:"lease_ttl"`
 }

@@ -88,3 +88,33 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 		t.Fatalf("bad override: %v", err)
 	}
 }
+
+// With an upstream the inner loop runs by default, its target follows the
+// controller's latency target, and the outer loop reads its refused
+// fraction as the saturation signal; concurrency.disabled turns all of it
+// off. Bad concurrency settings name their field.
+func TestConfigInnerLoopDefaults(t *testing.T) {
+	c, err := parseConfig([]byte(readmeConfig+"controller:\n  latency_target: 200ms\n  probe_after: 30s\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.innerLoop() || c.Concurrency.Target.D() != 200*time.Millisecond || c.Concurrency.MaxWait.D() != 50*time.Millisecond ||
+		c.Controller.SaturationTarget != 0.05 || c.Prometheus.SaturationQuery != "max(throttled_concurrency_saturation)" ||
+		!c.saturationIsRefused() {
+		t.Fatalf("inner loop defaults: %+v, controller %+v, prometheus %+v", c.Concurrency, c.Controller, c.Prometheus)
+	}
+	if s := controllerSettings(c, c.Tiers); s.ProbeAfter != 30*time.Second {
+		t.Fatalf("controller.probe_after → %v", s.ProbeAfter)
+	}
+	off, err := parseConfig([]byte(readmeConfig+"concurrency:\n  disabled: true\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.innerLoop() || off.Controller.SaturationTarget != 0 || off.Prometheus.SaturationQuery != "" {
+		t.Fatalf("disabled: inner loop %v, saturation target %v, query %q", off.innerLoop(), off.Controller.SaturationTarget, off.Prometheus.SaturationQuery)
+	}
+	_, err = parseConfig([]byte(readmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "concurrency") || !strings.Contains(err.Error(), "max_limit") {
+		t.Fatalf("max_limit below min_limit: %v, want an error naming concurrency and max_limit", err)
+	}
+}

@@ -74,6 +74,7 @@ func controllerSettings(c *Config, tiers map[string]api.Tier) controller.Setting
 	s := controller.Settings{
 		Headroom:    c.Controller.Headroom,
 		HoldTimeout: c.Controller.HoldTimeout.D(),
+		ProbeAfter:  c.Controller.ProbeAfter.D(),
 		Cooldown:    c.Controller.Cooldown.D(),
 		Period:      c.Controller.Period.D(),
 	}

@@ -67,6 +67,7 @@ func (c *Config) validateController() []fieldErr {
 	check(cc.ErrorRatioTarget > 0 && cc.ErrorRatioTarget < 1, "controller.error_ratio_target", "want a ratio in (0, 1)")
 	check(cc.SaturationTarget >= 0, "controller.saturation_target", "must not be negative")
 	check(cc.Headroom >= 0 && cc.Headroom < 1, "controller.headroom", "want [0, 1)")
+	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
 	check(c.Fallback.Instances >= 0 && c.Fallback.Instances <= 10000, "fallback.instances", "want 0..10000")
 	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
