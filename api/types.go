@@ -131,7 +131,9 @@ const (
 // Tier is a class of clients: its quota (Rate per Period, Burst), the
 // algorithm that counts it, its priority (0 is the highest) and the AIMD
 // parameters the controller uses to scale it under load. The tier's name is
-// its key in Config.Tiers and its URL segment.
+// its key in Config.Tiers and its URL segment. It is the one configured
+// form of a tier; enforcement (enforce.Tier) and the law (controller.Tier)
+// each take the part they need of it.
 type Tier struct {
 	Rate      int64    `json:"rate" yaml:"rate"`
 	Period    Duration `json:"period" yaml:"period"`

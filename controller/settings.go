@@ -25,8 +25,9 @@ const (
 	DefaultCeiling     = 1.0
 )
 
-// Tier is the control configuration of one tier. Zero values mean the
-// defaults above.
+// Tier is what the law needs of a tier: its priority and control
+// parameters (the configured tier is api.Tier; its quota, enforce.Tier).
+// Zero values mean the defaults above.
 type Tier struct {
 	// Name identifies the tier (label value, publish key). Required, unique.
 	Name string

@@ -11,8 +11,9 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 )
 
-// Tier is a class of clients with its own quota and priority (0 is the
-// highest priority).
+// Tier is what enforcement needs of a tier: its quota and priority (0 is
+// the highest priority). The configured tier is api.Tier; its control
+// parameters are controller.Tier; cmd/throttled derives both views from it.
 type Tier struct {
 	Name      string
 	Algorithm limiter.Algorithm
