@@ -132,6 +132,10 @@ func bounded(key, rule string) string {
 	return rule + "|sha256:" + hex.EncodeToString(sum[:])
 }
 
+// anonClient prefixes the IP that names an anonymous client for the
+// "client" key source.
+const anonClient = "ip:"
+
 func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRule) string {
 	switch k.kind {
 	case "ip":
@@ -141,7 +145,10 @@ func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRul
 	case "jwt":
 		return id.Subject
 	case "client":
-		return id.Key()
+		if k := id.Key(); k != "" {
+			return k
+		}
+		return anonClient + id.IP
 	case "route":
 		return r.Path
 	case "header":
@@ -150,18 +157,41 @@ func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRul
 	return ""
 }
 
-// tier finds the tier of an identity.
-func (c *compiled) tier(id *identity.Client, lookup TierLookup) *Tier {
-	client := id.Key()
-	if client == "" {
+// tier finds the tier of an identity. An API key is believed when it is
+// assigned, when a KeyVerifier accepted it, or with UnassignedDefaultTier;
+// otherwise tier drops it from id: the client is its JWT subject, else
+// anonymous.
+func (c *compiled) tier(id *identity.Client, lookup TierLookup, u UnassignedKeys) *Tier {
+	if id.APIKey != "" {
+		if t, ok := c.assigned(id.APIKey, lookup); ok {
+			return t
+		}
+		if id.KeyVerified || u == UnassignedDefaultTier {
+			return c.def
+		}
+		id.APIKey = ""
+	}
+	if id.Subject == "" {
 		return c.anon
 	}
-	if lookup != nil {
-		if name, ok := lookup.TierOf(client); ok {
-			if t := c.tiers[name]; t != nil {
-				return t
-			}
-		}
+	if t, ok := c.assigned(id.Subject, lookup); ok {
+		return t
 	}
 	return c.def
+}
+
+// assigned is the tier assigned to client, if any (the default tier when
+// the assignment names a tier that no longer exists).
+func (c *compiled) assigned(client string, lookup TierLookup) (*Tier, bool) {
+	if lookup == nil {
+		return nil, false
+	}
+	name, ok := lookup.TierOf(client)
+	if !ok {
+		return nil, false
+	}
+	if t := c.tiers[name]; t != nil {
+		return t, true
+	}
+	return c.def, true
 }

@@ -18,9 +18,12 @@ import (
 // Settings are an Enforcer's collaborators. Zero values mean the
 // defaults given on each field.
 type Settings struct {
-	Identifier  identity.Identifier // nil: NewIdentifier(IdentitySettings{})
-	Tiers       TierLookup          // nil: every client with a key gets the default tier
-	Multipliers multiplier.Source   // nil: always 1
+	Identifier identity.Identifier // nil: NewIdentifier(IdentitySettings{})
+	Tiers      TierLookup          // nil: no key is assigned
+	// UnassignedKeys is what an API key without an assignment is: by
+	// default anonymous (unless an identity.KeyVerifier accepted it).
+	UnassignedKeys UnassignedKeys
+	Multipliers    multiplier.Source // nil: always 1
 	// Rates caps each tier's admitted requests per second across all
 	// instances (one bucket per tier in the store); nil: no caps.
 	Rates multiplier.RateSource
@@ -115,7 +118,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 		if id == nil {
 			ident := e.set.Identifier.Identify(r)
 			id = &ident
-			tier = p.tier(id, e.set.Tiers)
+			tier = p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			res.Tier, res.Priority = tier.Name, tier.Priority
 		}

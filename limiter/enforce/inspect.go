@@ -26,7 +26,7 @@ type BucketState struct {
 func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
 	p := e.policy.Load()
 	id := &identity.Client{APIKey: client}
-	tier := p.tier(id, e.set.Tiers)
+	tier := p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
 	var out []BucketState
 	for i := range p.rules {
 		cr := &p.rules[i]
