@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -95,10 +96,12 @@ func (r *compiledRule) rule(t *Tier) limiter.Rule {
 // so a client cannot make the store hold huge keys.
 const maxKeyLen = 128
 
-// key builds the bucket key "<rule>[|<tier>]|<value>[|<value>…]", or
-// reports that a key source is absent from the request. A rule that spends
-// its client's tier quota keys by tier too: clients of two tiers behind one
-// IP must not share a bucket whose capacity depends on who asked last.
+// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]",
+// or reports that a key source is absent from the request. Each value is
+// prefixed with its length in bytes, so values holding "|" cannot make two
+// requests share a bucket. A rule that spends its client's tier quota keys
+// by tier too: clients of two tiers behind one IP must not share a bucket
+// whose capacity depends on who asked last.
 func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(r.Name) + len(t.Name) + 48)
@@ -108,12 +111,22 @@ func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (str
 		if v == "" {
 			return "", false
 		}
-		b.WriteByte('|')
-		b.WriteString(v)
+		appendPart(&b, v)
 	}
 	return bounded(b.String(), r.Name), true
 }
 
+// appendPart appends "|<len>:<v>".
+func appendPart(b *strings.Builder, v string) {
+	var n [20]byte
+	b.WriteByte('|')
+	b.Write(strconv.AppendInt(n[:0], int64(len(v)), 10))
+	b.WriteByte(':')
+	b.WriteString(v)
+}
+
+// keyPrefix writes "<rule>[|<tier>]". Rule and tier names are validated
+// ([A-Za-z0-9_.-]), so they need no length.
 func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
 	b.WriteString(r.Name)
 	if r.own == nil {
@@ -123,7 +136,7 @@ func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
 }
 
 // bounded replaces a key longer than maxKeyLen by the rule name and the
-// key's SHA-256.
+// key's SHA-256 ("<rule>|sha256:<hex>": no tier name or length holds ':').
 func bounded(key, rule string) string {
 	if len(key) <= maxKeyLen {
 		return key

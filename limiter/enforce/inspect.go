@@ -36,8 +36,7 @@ func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, e
 		r := cr.rule(tier)
 		var b strings.Builder
 		cr.keyPrefix(&b, tier)
-		b.WriteByte('|')
-		b.WriteString(client)
+		appendPart(&b, client)
 		d, err := e.store.Decide(ctx, limiter.Request{Key: bounded(b.String(), cr.Name), Rule: r, Peek: true, Tier: tier.Name,
 			Multiplier: e.multiplier(tier.Name)})
 		if err != nil {
