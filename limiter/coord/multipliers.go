@@ -36,9 +36,10 @@ type Settings struct {
 	// PollInterval: the subscriber re-reads the hash this often, covering
 	// messages lost while its subscription was down. 0 means 1 s.
 	PollInterval time.Duration
-	// StaleAfter: the subscriber treats multipliers whose At is further
-	// than this from its clock (in either direction) as 1. 0 means 15 s,
-	// three default controller periods.
+	// StaleAfter: the subscriber treats multipliers as 1 when it received
+	// no new set (a new epoch or a controller heartbeat) for this long, by
+	// its own monotonic clock. 0 means 15 s, three default controller
+	// periods.
 	StaleAfter time.Duration
 	// PollOnly makes the subscriber poll without subscribing, for Redis
 	// proxies without pub/sub.
@@ -301,22 +302,24 @@ func loadMultipliers(ctx context.Context, c redis.UniversalClient, key string, m
 	return m, true, nil
 }
 
-// newer reports whether next should replace cur (nil: nothing yet) at now:
-// a newer epoch, or the same epoch with a later At (a heartbeat). An older
-// epoch is ignored while cur is fresh; once cur is stale, a set with a later
-// At is taken whatever its epoch, so that enforcers follow a controller
-// that restarted from scratch after Redis lost the hash.
+// newerSet reports whether next should replace cur (nil: nothing yet) at
+// now: a newer epoch, or the same epoch with another At (a heartbeat; At
+// only names a publication, so a controller whose clock stepped back still
+// beats, while a poll that reads the same hash again does not). An older
+// epoch is ignored while cur is fresh; once cur is stale, another
+// publication is taken whatever its epoch, so that enforcers follow a
+// controller that restarted from scratch after Redis lost the hash.
 func newerSet(cur *publishedSet, next *multiplier.Set, now time.Time) bool {
 	if cur == nil {
 		return true
 	}
-	later := next.At.After(cur.set.At)
+	other := !next.At.Equal(cur.set.At)
 	switch c := cmp.Compare(next.Epoch, cur.set.Epoch); {
 	case c > 0:
 		return true
 	case c == 0:
-		return later
+		return other
 	default:
-		return later && cur.stale(now)
+		return other && cur.stale(now)
 	}
 }
