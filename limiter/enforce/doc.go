@@ -8,7 +8,9 @@
 // rule refunds what the earlier rules took. Enforcer.Middleware is the
 // net/http adapter; the Echo adapter lives in limiter/echolimit, so net/http
 // users never import Echo. Modes: ModeEnforce refuses at once, ModeShadow
-// only records, ModeDelay waits up to MaxWait for capacity.
+// only records, ModeDelay waits up to MaxWait for capacity: waiters take
+// turns per bucket key (O(N) store calls for N waiters), and at most
+// Settings.MaxWaiting wait at once.
 //
 // HealthHandler and ReadyHandler answer /healthz and /readyz.
 package enforce
