@@ -158,8 +158,8 @@ func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRul
 	case "jwt":
 		return id.Subject
 	case "client":
-		if k := id.Key(); k != "" {
-			return k
+		if key := id.Key(); key != "" {
+			return key
 		}
 		return anonClient + id.IP
 	case "route":
