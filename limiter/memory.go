@@ -24,6 +24,7 @@ type Memory struct {
 	shards   []memShard
 	perShard int
 	now      func() time.Time
+	own      bool // now is the store's own clock: shards never let it go back
 }
 
 type memKey struct {
@@ -36,7 +37,9 @@ type memShard struct {
 	m        map[memKey]*memEntry
 	overflow map[overflowKey]*overflowEntry
 	inserts  uint32
-	_        [40]byte // keep shards on separate cache lines
+	last     float64  // µs: the latest time this shard decided at (own clock)
+	shift    float64  // µs: the sum of the own clock's steps back
+	_        [24]byte // keep shards on separate cache lines
 }
 
 // overflowKey names the state shared by the keys of one rule and algorithm
@@ -74,7 +77,7 @@ func NewMemory(opts ...Option) *Memory {
 	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n), now: o.Now}
 	m.perShard = max(1, o.MaxKeys/n)
 	if m.now == nil {
-		m.now = time.Now
+		m.now, m.own = monotonicNow(), true
 	}
 	for i := range m.shards {
 		m.shards[i].m = make(map[memKey]*memEntry)
@@ -106,8 +109,8 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	var us float64
 	if at != nil {
 		us = float64(at.UnixMicro())
-	} else {
-		us = float64(m.now().UnixMicro())
+	} else if us = float64(m.now().UnixMicro()); m.own {
+		us = sh.steady(us)
 	}
 	e := sh.entry(k, req.Rule.Name, us, m.perShard)
 	if e.alg != req.Rule.Algorithm || e.expire <= us {
@@ -119,6 +122,27 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(&req, v), nil
+}
+
+// monotonicNow is the store's own clock: the wall time at the start plus
+// the time elapsed since on Go's monotonic clock, so that a step of the
+// wall clock (NTP) neither freezes refills nor grants them.
+func monotonicNow() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return start.Add(time.Since(start)) }
+}
+
+// steady keeps the shard's time from going back should the store's own
+// clock step back: the step counts as no time passing, and time goes on
+// from there. The caller holds sh.mu.
+func (sh *memShard) steady(us float64) float64 {
+	us += sh.shift
+	if us < sh.last {
+		sh.shift += sh.last - us
+		us = sh.last
+	}
+	sh.last = us
+	return us
 }
 
 // entry finds or makes the entry for k. The caller holds sh.mu.

@@ -33,7 +33,9 @@ func newOptions(opts []Option) Options {
 
 // WithClock makes the store take time from now instead of its own clock.
 //
-// The in-memory store reads time.Now by default. The Redis store reads Redis
+// The in-memory store reads its own clock by default: the wall time at
+// its start plus Go's monotonic clock since, so that a step of the wall
+// clock (NTP) neither freezes nor grants refills. The Redis store reads Redis
 // TIME by default, so that every instance shares one clock; with WithClock it
 // passes now to its scripts instead. That is for deterministic tests: in
 // production it would bring back the skew between application servers that

@@ -110,6 +110,10 @@ type IdentityConfig struct {
 	TrustedProxies []string  `yaml:"trusted_proxies"`
 	IPv6Prefix     int       `yaml:"ipv6_prefix"`
 	JWT            JWTConfig `yaml:"jwt"`
+	// UnassignedKeys: "anonymous" (default: a key without an assignment is
+	// not believed, the client is its IP) or "default_tier" (keys are
+	// verified upstream: every key is a client of the default tier).
+	UnassignedKeys string `yaml:"unassigned_keys"`
 }
 
 // JWTConfig verifies bearer tokens: a secret (HS256) or a public key file

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // readmeConfig is the minimal config of the README quick start, exactly.
@@ -44,6 +46,9 @@ func TestReadmeConfigParses(t *testing.T) {
 	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
 		t.Fatalf("policy %+v: %v", p, err)
 	}
+	if u := unassignedKeysOf(&c.Identity); u != enforce.UnassignedAnonymous {
+		t.Fatalf("identity.unassigned_keys defaults to %v, want anonymous", u)
+	}
 }
 
 func TestConfigErrorsCarryLines(t *testing.T) {
@@ -56,6 +61,7 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 		{"bad duration", strings.Replace(readmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
 		{"bad upstream", strings.Replace(readmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
 		{"bad token role", strings.Replace(readmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},
+		{"bad unassigned_keys", readmeConfig + "identity:\n  unassigned_keys: trust\n", "identity.unassigned_keys"},
 	}
 	for _, tc := range cases {
 		_, err := parseConfig([]byte(tc.edit), nil)

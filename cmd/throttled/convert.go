@@ -55,6 +55,12 @@ func sortedTiers(m map[string]api.Tier) []string {
 	return names
 }
 
+// unassignedKeysOf is identity.unassigned_keys (validated: "" when bad).
+func unassignedKeysOf(c *IdentityConfig) enforce.UnassignedKeys {
+	u, _ := enforce.ParseUnassignedKeys(c.UnassignedKeys)
+	return u
+}
+
 // validatePolicy is the admin API's Validate hook: the whole Config must
 // make a valid limiter Policy.
 func validatePolicy(c api.Config) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // validate reports every problem it finds, each at its YAML path.
@@ -101,6 +102,9 @@ func (c *Config) validateIdentity() []fieldErr {
 	}
 	if n := c.Identity.IPv6Prefix; n < 0 || n > 128 {
 		errs = append(errs, fieldErr{"identity.ipv6_prefix", "want 1..128 (0: 64)"})
+	}
+	if _, err := enforce.ParseUnassignedKeys(c.Identity.UnassignedKeys); err != nil {
+		errs = append(errs, fieldErr{"identity.unassigned_keys", err.Error()})
 	}
 	j := &c.Identity.JWT
 	if j.Secret != "" && j.PublicKeyFile != "" {

@@ -20,11 +20,15 @@ import (
 // epoch: a stale ex-leader must not overwrite a newer leader's multipliers.
 var ErrStaleEpoch = errors.New("coord: epoch older than the published one")
 
+// ErrFenced is returned by a fenced Publisher's Publish when its lease is
+// not held: another replica leads now, or the lease expired.
+var ErrFenced = errors.New("coord: publish fenced: the leader lease is not held")
+
 // Settings configure the publisher and the subscriber of the
 // multipliers. Zero values mean the defaults in withDefaults.
 type Settings struct {
 	// Prefix of the hash "<prefix>multipliers" and of the pub/sub channel of
-	// the same name. "" means "throttled:".
+	// the same name. "" means "throttled:". It must not contain { or }.
 	Prefix string
 	// MaxMultiplier is the largest valid multiplier; sets with a larger one
 	// are refused by the publisher and ignored by the subscriber. 0 means 1.
@@ -32,9 +36,10 @@ type Settings struct {
 	// PollInterval: the subscriber re-reads the hash this often, covering
 	// messages lost while its subscription was down. 0 means 1 s.
 	PollInterval time.Duration
-	// StaleAfter: the subscriber treats multipliers whose At is further
-	// than this from its clock (in either direction) as 1. 0 means 15 s,
-	// three default controller periods.
+	// StaleAfter: the subscriber treats multipliers as 1 when it received
+	// no new set (a new epoch or a controller heartbeat) for this long, by
+	// its own monotonic clock. 0 means 15 s, three default controller
+	// periods.
 	StaleAfter time.Duration
 	// PollOnly makes the subscriber poll without subscribing, for Redis
 	// proxies without pub/sub.
@@ -44,6 +49,18 @@ type Settings struct {
 	// Logger receives the subscriber's connection changes and rejected
 	// data; nil discards.
 	Logger *slog.Logger
+	// Lease, for a Publisher: when set, every Publish is fenced by it
+	// (refused with ErrFenced unless this lease is held). Its key must be in
+	// the hash's cluster slot: use LeaseKey.
+	Lease *Lease
+}
+
+// LeaseKey is the key of the controller replicas' leader lease for these
+// settings, in the cluster slot of the multipliers hash so that a fenced
+// publish can check it.
+func (s Settings) LeaseKey() string {
+	d, _ := s.withDefaults()
+	return inSlotOf(d.key(), ":leader")
 }
 
 // withDefaults is the one place where defaults are set; it also validates.
@@ -67,6 +84,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
+	case strings.ContainsAny(s.Prefix, "{}"):
+		return s, fmt.Errorf("%w: prefix %q must not contain { or }", ErrInvalid, s.Prefix)
 	case !(s.MaxMultiplier > 0) || math.IsInf(s.MaxMultiplier, 0):
 		return s, fmt.Errorf("%w: max multiplier %v must be a finite number > 0", ErrInvalid, s.MaxMultiplier)
 	case s.PollInterval < time.Millisecond:
@@ -146,12 +165,18 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 }
 
 // multPublishScript replaces the hash unless it holds a newer epoch, then
-// publishes ARGV[3] on the channel named like the hash, KEYS[1].
+// publishes ARGV[3] on the channel named like the hash, KEYS[1]. Fenced
+// (KEYS[2] the lease, KEYS[3] its fencing counter, all in one slot), it
+// first checks that the lease holds ARGV[4] and the counter ARGV[5].
 //
-//	ARGV = epoch, at_ms, message, tier1, value1, ...
+//	ARGV = epoch, at_ms, message, token, fence, tier1, value1, ...
 //
-// Replies {1} when written, {0, stored_epoch} when refused.
+// Replies {1} when written, {0, stored_epoch} when refused for the epoch,
+// {2} when fenced.
 var multPublishScript = redis.NewScript(`
+if #KEYS == 3 and (redis.call('GET', KEYS[2]) ~= ARGV[4] or redis.call('GET', KEYS[3]) ~= ARGV[5]) then
+  return {2}
+end
 local cur = redis.call('HGET', KEYS[1], '_epoch')
 local n = cur and tonumber(cur) -- a corrupt epoch is overwritten
 if n and n > tonumber(ARGV[1]) then
@@ -159,7 +184,10 @@ if n and n > tonumber(ARGV[1]) then
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], '_epoch', ARGV[1], '_at', ARGV[2])
-for i = 4, #ARGV, 2 do
+if #KEYS == 3 then
+  redis.call('HSET', KEYS[1], '_fence', ARGV[5])
+end
+for i = 6, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
 redis.call('PUBLISH', KEYS[1], ARGV[3])
@@ -170,28 +198,40 @@ return {1}
 // announces them on pub/sub. The wiring adapts it to controller.Publisher
 // and controller.Loader.
 type Publisher struct {
-	c   redis.UniversalClient
-	s   Settings
-	key string
+	c    redis.UniversalClient
+	s    Settings
+	key  string
+	keys []string // the hash, and when fenced the lease and its counter
 }
 
 // NewPublisher returns a publisher on c (a single Redis or a
-// cluster client). It uses Prefix and MaxMultiplier from s.
+// cluster client). It uses Prefix, MaxMultiplier and Lease from s; a
+// Lease whose key is not in the hash's cluster slot is refused.
 func NewPublisher(c redis.UniversalClient, s Settings) (*Publisher, error) {
 	s, err := s.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{c: c, s: s, key: s.key()}, nil
+	p := &Publisher{c: c, s: s, key: s.key(), keys: []string{s.key()}}
+	if l := s.Lease; l != nil {
+		if slotOf(l.key) != slotOf(p.key) {
+			return nil, fmt.Errorf("%w: lease key %q is not in the cluster slot of %q (use Settings.LeaseKey)",
+				ErrInvalid, l.key, p.key)
+		}
+		p.keys = append(p.keys, l.key, l.fenceKey)
+	}
+	return p, nil
 }
 
 // Key is the Redis hash (and pub/sub channel) the publisher writes.
 func (p *Publisher) Key() string { return p.key }
 
 // Publish validates m and, in one script, replaces the hash and publishes
-// it, unless Redis holds a newer epoch (ErrStaleEpoch). An equal epoch is
-// written: the controller republishes every period as a heartbeat. Invalid
-// m (see multiplier.Set.Validate) is refused with ErrInvalid and nothing is written.
+// it, unless Redis holds a newer epoch (ErrStaleEpoch) or, when fenced by a
+// Lease, that lease or its fencing token is no longer the current one
+// (ErrFenced). An equal epoch is written: the controller republishes every
+// period as a heartbeat. Invalid m (see multiplier.Set.Validate) is
+// refused with ErrInvalid and nothing is written.
 func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 	if err := m.Validate(p.s.MaxMultiplier); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -201,15 +241,21 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 	if err != nil { // unreachable: validated floats always encode
 		return fmt.Errorf("coord: encoding multipliers: %w", err)
 	}
-	args := make([]any, 0, 3+2*len(m.Tiers)+2*len(m.Rates))
-	args = append(args, m.Epoch, at, msg)
+	token, fence := "", uint64(0)
+	if l := p.s.Lease; l != nil {
+		if token, fence = l.token, l.Fence(); fence == 0 {
+			return fmt.Errorf("%w: lease %q never acquired", ErrFenced, l.key)
+		}
+	}
+	args := make([]any, 0, 5+2*len(m.Tiers)+2*len(m.Rates))
+	args = append(args, m.Epoch, at, msg, token, fence)
 	for t, v := range m.Tiers {
 		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	for t, v := range m.Rates {
 		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
-	res, err := multPublishScript.Run(ctx, p.c, []string{p.key}, args...).Result()
+	res, err := multPublishScript.Run(ctx, p.c, p.keys, args...).Result()
 	if err != nil {
 		return fmt.Errorf("coord: publishing multipliers: %w", err)
 	}
@@ -220,6 +266,8 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 	switch written, _ := arr[0].(int64); {
 	case written == 1 && len(arr) == 1:
 		return nil
+	case written == 2 && len(arr) == 1:
+		return fmt.Errorf("%w: epoch %d, fence %d", ErrFenced, m.Epoch, fence)
 	case written == 0 && len(arr) == 2:
 		stored, _ := arr[1].(string)
 		return fmt.Errorf("%w: epoch %d, redis holds %s", ErrStaleEpoch, m.Epoch, stored)
@@ -254,22 +302,24 @@ func loadMultipliers(ctx context.Context, c redis.UniversalClient, key string, m
 	return m, true, nil
 }
 
-// newer reports whether next should replace cur (nil: nothing yet) at now:
-// a newer epoch, or the same epoch with a later At (a heartbeat). An older
-// epoch is ignored while cur is fresh; once cur is stale, a set with a later
-// At is taken whatever its epoch, so that enforcers follow a controller
-// that restarted from scratch after Redis lost the hash.
+// newerSet reports whether next should replace cur (nil: nothing yet) at
+// now: a newer epoch, or the same epoch with another At (a heartbeat; At
+// only names a publication, so a controller whose clock stepped back still
+// beats, while a poll that reads the same hash again does not). An older
+// epoch is ignored while cur is fresh; once cur is stale, another
+// publication is taken whatever its epoch, so that enforcers follow a
+// controller that restarted from scratch after Redis lost the hash.
 func newerSet(cur *publishedSet, next *multiplier.Set, now time.Time) bool {
 	if cur == nil {
 		return true
 	}
-	later := next.At.After(cur.set.At)
+	other := !next.At.Equal(cur.set.At)
 	switch c := cmp.Compare(next.Epoch, cur.set.Epoch); {
 	case c > 0:
 		return true
 	case c == 0:
-		return later
+		return other
 	default:
-		return later && cur.stale(now)
+		return other && cur.stale(now)
 	}
 }

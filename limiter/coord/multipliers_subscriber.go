@@ -18,17 +18,20 @@ import (
 	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
-// publishedSet is an accepted set with its staleness bounds. It is immutable
-// once stored, so readers need no lock.
+// publishedSet is an accepted set with the local time it was received. It
+// is immutable once stored, so readers need no lock.
+//
+// Staleness is judged by the receipt time on this instance's clock (with
+// time.Now, its monotonic reading), never by comparing the controller's
+// At with this clock: hosts whose clocks disagree, or a clock stepped by
+// NTP, neither ignore fresh multipliers nor keep dead ones.
 type publishedSet struct {
-	set     multiplier.Set
-	staleAt time.Time // set.At + StaleAfter
-	earlyAt time.Time // set.At − StaleAfter: a clock this far behind At is distrusted too
+	set      multiplier.Set
+	received time.Time
+	staleAt  time.Time // received + StaleAfter
 }
 
-func (p *publishedSet) stale(now time.Time) bool {
-	return now.After(p.staleAt) || now.Before(p.earlyAt)
-}
+func (p *publishedSet) stale(now time.Time) bool { return now.After(p.staleAt) }
 
 // Origin says where the multipliers a subscriber applies come from.
 type Origin uint8
@@ -48,8 +51,8 @@ func (o Origin) String() string { return originNames.String(o) }
 type Snapshot struct {
 	Tiers      map[string]float64 // last accepted (a copy); applied only when Origin is OriginRedis
 	Epoch      uint64
-	At         time.Time     // the controller step that produced them
-	Age        time.Duration // now − At; 0 when Origin is OriginNone
+	At         time.Time     // the controller step that produced them (its clock)
+	Age        time.Duration // since this instance received them; 0 when Origin is OriginNone
 	Origin     Origin        // none, redis or stale
 	Subscribed bool          // the pub/sub subscription is up (never with PollOnly)
 }
@@ -88,7 +91,7 @@ func NewSubscriber(c redis.UniversalClient, s Settings, reg prometheus.Registere
 	if reg != nil {
 		age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "throttled_multiplier_age_seconds",
-			Help: "Age of the last multipliers this instance received (its clock minus the controller step that produced them); +Inf before the first.",
+			Help: "Time since this instance received the last new multipliers (a new epoch or a controller heartbeat); +Inf before the first.",
 		}, sub.ageSeconds)
 		staleAfter := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "throttled_multiplier_stale_after_seconds",
@@ -137,7 +140,7 @@ func (s *Subscriber) Snapshot() Snapshot {
 	}
 	now := s.s.Now()
 	snap.Tiers = maps.Clone(p.set.Tiers)
-	snap.Epoch, snap.At, snap.Age = p.set.Epoch, p.set.At, now.Sub(p.set.At)
+	snap.Epoch, snap.At, snap.Age = p.set.Epoch, p.set.At, now.Sub(p.received)
 	snap.Origin = OriginRedis
 	if p.stale(now) {
 		snap.Origin = OriginStale
@@ -150,7 +153,7 @@ func (s *Subscriber) ageSeconds() float64 {
 	if p == nil {
 		return math.Inf(1)
 	}
-	return s.s.Now().Sub(p.set.At).Seconds()
+	return s.s.Now().Sub(p.received).Seconds()
 }
 
 // offer takes m if it is valid and newer than what is held (see newer),
@@ -160,10 +163,11 @@ func (s *Subscriber) offer(m multiplier.Set, from string) bool {
 		s.s.Logger.Warn("coord: ignoring invalid multipliers", "from", from, "err", err)
 		return false
 	}
-	next := &publishedSet{set: m, staleAt: m.At.Add(s.s.StaleAfter), earlyAt: m.At.Add(-s.s.StaleAfter)}
+	now := s.s.Now()
+	next := &publishedSet{set: m, received: now, staleAt: now.Add(s.s.StaleAfter)}
 	for {
 		cur := s.cur.Load()
-		if !newerSet(cur, &m, s.s.Now()) {
+		if !newerSet(cur, &m, now) {
 			if m.Epoch < cur.set.Epoch {
 				s.s.Logger.Debug("coord: ignoring multipliers of an older epoch",
 					"from", from, "epoch", m.Epoch, "held", cur.set.Epoch)

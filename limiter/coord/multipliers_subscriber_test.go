@@ -42,7 +42,9 @@ func mtAge(t *testing.T, reg *prometheus.Registry) float64 {
 }
 
 // TestSubscriberStaleness drives what a subscriber accepts and applies at
-// fixed instants t0..t9 of a fake clock (StaleAfter 15 s).
+// fixed instants t0..t9 of a fake clock (StaleAfter 15 s) that runs an hour
+// ahead of the controller's: staleness is judged by when this instance
+// received a set, never by comparing the controller's clock with its own.
 func TestSubscriberStaleness(t *testing.T) {
 	clock := &mtClock{}
 	reg := prometheus.NewRegistry()
@@ -51,33 +53,34 @@ func TestSubscriberStaleness(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := time.Second
+	const skew = time.Hour // the subscriber's clock minus the controller's
 	set := func(epoch uint64, at time.Duration, free float64) *multiplier.Set {
 		m := mtSet(epoch, mt0.Add(at), map[string]float64{"free": free, "premium": 0.9})
 		return &m
 	}
 	steps := []struct {
 		name     string
-		now      time.Duration // since mt0
+		now      time.Duration // since mt0, on the controller's clock
 		offer    *multiplier.Set
 		accepted bool
 		free     float64 // Multiplier("free") afterwards
 		origin   Origin
 		epoch    uint64
-		age      float64 // the gauge, seconds
+		age      float64 // the gauge, seconds since the set was received
 	}{
 		{"t0: nothing yet", 0, nil, false, 1, OriginNone, 0, math.Inf(1)},
-		{"t1: first set", 0, set(5, 0, 0.5), true, 0.5, OriginRedis, 5, 0},
+		{"t1: first set, an hour off this clock: applied", 0, set(5, 0, 0.5), true, 0.5, OriginRedis, 5, 0},
 		{"t2: older epoch ignored", 5 * s, set(4, 5*s, 0.1), false, 0.5, OriginRedis, 5, 5},
 		{"t3: same epoch, later: heartbeat", 10 * s, set(5, 10*s, 0.5), true, 0.5, OriginRedis, 5, 0},
-		{"t4: same epoch, earlier: ignored", 10 * s, set(5, 5*s, 0.5), false, 0.5, OriginRedis, 5, 0},
-		{"t5: exactly StaleAfter old: still applied", 25 * s, nil, false, 0.5, OriginRedis, 5, 15},
-		{"t6: older than StaleAfter: 1", 25*s + time.Millisecond, nil, false, 1, OriginStale, 5, 15.001},
+		{"t4: same epoch, same At (a poll): not a heartbeat", 12 * s, set(5, 10*s, 0.5), false, 0.5, OriginRedis, 5, 2},
+		{"t5: StaleAfter after receipt: still applied", 25 * s, nil, false, 0.5, OriginRedis, 5, 15},
+		{"t6: longer: 1", 25*s + time.Millisecond, nil, false, 1, OriginStale, 5, 15.001},
 		{"t7: older epoch taken once stale (Redis lost the hash)", 26 * s, set(3, 26*s, 0.7), true, 0.7, OriginRedis, 3, 0},
 		{"t8: invalid set ignored", 27 * s, set(9, 27*s, math.NaN()), false, 0.7, OriginRedis, 3, 1},
-		{"t9: At beyond StaleAfter in the future: 1", 27 * s, set(10, 43*s, 0.2), true, 1, OriginStale, 10, -16},
+		{"t9: same epoch, earlier At (the controller's clock stepped back): heartbeat", 28 * s, set(3, 20*s, 0.7), true, 0.7, OriginRedis, 3, 0},
 	}
 	for _, st := range steps {
-		clock.Set(mt0.Add(st.now))
+		clock.Set(mt0.Add(skew + st.now))
 		if st.offer != nil {
 			if got := sub.offer(*st.offer, "test"); got != st.accepted {
 				t.Fatalf("%s: offer accepted %v, want %v", st.name, got, st.accepted)
@@ -103,7 +106,7 @@ func TestSubscriberStaleness(t *testing.T) {
 	}
 	// Snapshot hands out a copy.
 	sub.Snapshot().Tiers["free"] = 0.01
-	if sub.Snapshot().Tiers["free"] != 0.2 {
+	if sub.Snapshot().Tiers["free"] != 0.7 {
 		t.Fatal("Snapshot shares its map with the subscriber")
 	}
 }

@@ -133,6 +133,7 @@ func TestMultipliersOnRedisAndCluster(t *testing.T) {
 				{"pubsub path", mtPubSubPath},
 				{"poll path", mtPollPath},
 				{"rate caps", mtRates},
+				{"stale leader fenced", mtStaleLeaderFenced},
 			} {
 				t.Run(sc.name, func(t *testing.T) { sc.f(t, b.c) })
 			}

@@ -54,7 +54,7 @@ func TestTierAdmissionBoundsACrowd(t *testing.T) {
 			t.Fatalf("premium under a free cap: %d, want 200", w.Code)
 		}
 		// A refused client got its quota back: its bucket is whole (3 of 3).
-		d, err := store.Decide(context.Background(), limiter.Request{Key: "per-key|free|crowd-1999",
+		d, err := store.Decide(context.Background(), limiter.Request{Key: "per-key|free|10:crowd-1999",
 			Rule: limiter.Rule{Name: "per-key", Limit: 3, Period: time.Minute, Burst: 3}, Peek: true})
 		if err != nil || d.Remaining != 3 {
 			t.Fatalf("refused client's quota after refund: %+v, %v; want 3 remaining", d, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -95,10 +96,12 @@ func (r *compiledRule) rule(t *Tier) limiter.Rule {
 // so a client cannot make the store hold huge keys.
 const maxKeyLen = 128
 
-// key builds the bucket key "<rule>[|<tier>]|<value>[|<value>…]", or
-// reports that a key source is absent from the request. A rule that spends
-// its client's tier quota keys by tier too: clients of two tiers behind one
-// IP must not share a bucket whose capacity depends on who asked last.
+// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]",
+// or reports that a key source is absent from the request. Each value is
+// prefixed with its length in bytes, so values holding "|" cannot make two
+// requests share a bucket. A rule that spends its client's tier quota keys
+// by tier too: clients of two tiers behind one IP must not share a bucket
+// whose capacity depends on who asked last.
 func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(r.Name) + len(t.Name) + 48)
@@ -108,12 +111,22 @@ func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (str
 		if v == "" {
 			return "", false
 		}
-		b.WriteByte('|')
-		b.WriteString(v)
+		appendPart(&b, v)
 	}
 	return bounded(b.String(), r.Name), true
 }
 
+// appendPart appends "|<len>:<v>".
+func appendPart(b *strings.Builder, v string) {
+	var n [20]byte
+	b.WriteByte('|')
+	b.Write(strconv.AppendInt(n[:0], int64(len(v)), 10))
+	b.WriteByte(':')
+	b.WriteString(v)
+}
+
+// keyPrefix writes "<rule>[|<tier>]". Rule and tier names are validated
+// ([A-Za-z0-9_.-]), so they need no length.
 func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
 	b.WriteString(r.Name)
 	if r.own == nil {
@@ -123,7 +136,7 @@ func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
 }
 
 // bounded replaces a key longer than maxKeyLen by the rule name and the
-// key's SHA-256.
+// key's SHA-256 ("<rule>|sha256:<hex>": no tier name or length holds ':').
 func bounded(key, rule string) string {
 	if len(key) <= maxKeyLen {
 		return key
@@ -131,6 +144,10 @@ func bounded(key, rule string) string {
 	sum := sha256.Sum256([]byte(key))
 	return rule + "|sha256:" + hex.EncodeToString(sum[:])
 }
+
+// anonClient prefixes the IP that names an anonymous client for the
+// "client" key source.
+const anonClient = "ip:"
 
 func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRule) string {
 	switch k.kind {
@@ -141,7 +158,10 @@ func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRul
 	case "jwt":
 		return id.Subject
 	case "client":
-		return id.Key()
+		if key := id.Key(); key != "" {
+			return key
+		}
+		return anonClient + id.IP
 	case "route":
 		return r.Path
 	case "header":
@@ -150,18 +170,41 @@ func (k *keySource) value(id *identity.Client, req *http.Request, r *compiledRul
 	return ""
 }
 
-// tier finds the tier of an identity.
-func (c *compiled) tier(id *identity.Client, lookup TierLookup) *Tier {
-	client := id.Key()
-	if client == "" {
+// tier finds the tier of an identity. An API key is believed when it is
+// assigned, when a KeyVerifier accepted it, or with UnassignedDefaultTier;
+// otherwise tier drops it from id: the client is its JWT subject, else
+// anonymous.
+func (c *compiled) tier(id *identity.Client, lookup TierLookup, u UnassignedKeys) *Tier {
+	if id.APIKey != "" {
+		if t, ok := c.assigned(id.APIKey, lookup); ok {
+			return t
+		}
+		if id.KeyVerified || u == UnassignedDefaultTier {
+			return c.def
+		}
+		id.APIKey = ""
+	}
+	if id.Subject == "" {
 		return c.anon
 	}
-	if lookup != nil {
-		if name, ok := lookup.TierOf(client); ok {
-			if t := c.tiers[name]; t != nil {
-				return t
-			}
-		}
+	if t, ok := c.assigned(id.Subject, lookup); ok {
+		return t
 	}
 	return c.def
+}
+
+// assigned is the tier assigned to client, if any (the default tier when
+// the assignment names a tier that no longer exists).
+func (c *compiled) assigned(client string, lookup TierLookup) (*Tier, bool) {
+	if lookup == nil {
+		return nil, false
+	}
+	name, ok := lookup.TierOf(client)
+	if !ok {
+		return nil, false
+	}
+	if t := c.tiers[name]; t != nil {
+		return t, true
+	}
+	return c.def, true
 }

@@ -8,7 +8,28 @@
 // rule refunds what the earlier rules took. Enforcer.Middleware is the
 // net/http adapter; the Echo adapter lives in limiter/echolimit, so net/http
 // users never import Echo. Modes: ModeEnforce refuses at once, ModeShadow
-// only records, ModeDelay waits up to MaxWait for capacity.
+// only records, ModeDelay waits up to MaxWait for capacity: waiters take
+// turns per bucket key (O(N) store calls for N waiters), and at most
+// Settings.MaxWaiting wait at once.
+//
+// # Several rules
+//
+// A request's rules are decided one store call each, in order, and a
+// refusal refunds what the earlier rules took. That is not one atomic step
+// across rules (each rule's own decision is), and the gap is bounded:
+//
+//   - Between a take and its refund (one check's duration) the unit is
+//     held: requests of the same bucket may be refused for it meanwhile, at
+//     most one unit per refused request in flight.
+//   - FixedWindow and SlidingWindowCounter: a refund that lands in the next
+//     window gives back a unit of that window, so a window may admit up to
+//     its limit plus the requests refused across its start.
+//   - SlidingWindowLog: a refund removes the newest entry, maybe another
+//     request's; the count is exact, and the freed unit comes back at most
+//     the refunded check's duration early.
+//
+// TokenBucket, GCRA and LeakyBucket refunds are exact. The tests in
+// multirule_test.go pin these bounds.
 //
 // HealthHandler and ReadyHandler answer /healthz and /readyz.
 package enforce

@@ -18,9 +18,12 @@ import (
 // Settings are an Enforcer's collaborators. Zero values mean the
 // defaults given on each field.
 type Settings struct {
-	Identifier  identity.Identifier // nil: NewIdentifier(IdentitySettings{})
-	Tiers       TierLookup          // nil: every client with a key gets the default tier
-	Multipliers multiplier.Source   // nil: always 1
+	Identifier identity.Identifier // nil: NewIdentifier(IdentitySettings{})
+	Tiers      TierLookup          // nil: no key is assigned
+	// UnassignedKeys is what an API key without an assignment is: by
+	// default anonymous (unless an identity.KeyVerifier accepted it).
+	UnassignedKeys UnassignedKeys
+	Multipliers    multiplier.Source // nil: always 1
 	// Rates caps each tier's admitted requests per second across all
 	// instances (one bucket per tier in the store); nil: no caps.
 	Rates multiplier.RateSource
@@ -29,6 +32,9 @@ type Settings struct {
 	Now      func() time.Time                                 // nil: time.Now
 	Jitter   func(n int64) int64                              // uniform in [0, n); nil: math/rand/v2
 	Sleep    func(ctx context.Context, d time.Duration) error // ModeDelay; nil: a timer
+	// MaxWaiting bounds the requests waiting in ModeDelay at once, over all
+	// keys; beyond it a delay rule refuses at once. 0 means 1024.
+	MaxWaiting int
 }
 
 // Enforcer applies a Policy to HTTP requests through a Store. It knows
@@ -38,6 +44,7 @@ type Enforcer struct {
 	store  limiter.Store
 	policy atomic.Pointer[compiled]
 	set    Settings
+	delays *delayQueue
 }
 
 // New validates p and returns an Enforcer deciding through store.
@@ -58,7 +65,10 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 	if s.Sleep == nil {
 		s.Sleep = wait.Sleep
 	}
-	e := &Enforcer{store: store, set: s}
+	if s.MaxWaiting == 0 {
+		s.MaxWaiting = defaultMaxWaiting
+	}
+	e := &Enforcer{store: store, set: s, delays: newDelayQueue(s.MaxWaiting)}
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
 	}
@@ -115,7 +125,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 		if id == nil {
 			ident := e.set.Identifier.Identify(r)
 			id = &ident
-			tier = p.tier(id, e.set.Tiers)
+			tier = p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			res.Tier, res.Priority = tier.Name, tier.Priority
 		}
@@ -163,27 +173,14 @@ func (e *Enforcer) multiplier(tier string) float64 {
 	return e.set.Multipliers.Multiplier(tier)
 }
 
-// decide asks the store; in ModeDelay it waits for capacity while the
-// wait fits in MaxWait and the request's context lives.
+// decide asks the store; in ModeDelay a refused request waits in line for
+// capacity (see delay).
 func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (limiter.Decision, error) {
 	d, err := e.store.Decide(ctx, req)
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
 		return d, err
 	}
-	deadline := e.set.Now().Add(cr.MaxWait)
-	for !d.Allowed {
-		wait := max(d.RetryAfter, time.Millisecond)
-		if e.set.Now().Add(wait).After(deadline) {
-			return d, nil
-		}
-		if e.set.Sleep(ctx, wait) != nil {
-			return d, nil
-		}
-		if d, err = e.store.Decide(ctx, req); err != nil {
-			return d, err
-		}
-	}
-	return d, nil
+	return e.delay(ctx, cr, req, d)
 }
 
 func (e *Enforcer) refund(ctx context.Context, done []applied) {

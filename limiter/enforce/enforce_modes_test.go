@@ -96,14 +96,47 @@ func TestDelayModeWaitsForCapacity(t *testing.T) {
 	if w := get(t, adapters[0].wrap(e), "/"); w.Code != 429 || len(fs.waits) != 0 {
 		t.Fatalf("wait 100ms > max 50ms: %d after waits %v, want 429 at once", w.Code, fs.waits)
 	}
-	// A cancelled request context ends the wait.
-	p.Rules[0].MaxWait = time.Second
-	_ = e.SetPolicy(p)
+}
+
+// TestDelayModeCancelledContextEndsWait: a request whose context ends
+// while it waits is refused then and there: one wait begun, no more store
+// calls, no time passed. A delay that ignored the cancellation would wait
+// again (this fake then lets the time pass) and be admitted.
+func TestDelayModeCancelledContextEndsWait(t *testing.T) {
+	fs := &fakeSleep{now: t0}
+	store := &countingStore{Store: limiter.NewMemory(limiter.WithClock(fs.Now))}
+	sleeps := 0
+	sleep := func(ctx context.Context, d time.Duration) error {
+		sleeps++
+		if sleeps == 1 {
+			if ctx.Err() == nil {
+				t.Error("the first wait began with a live context")
+			}
+			return ctx.Err()
+		}
+		return fs.Sleep(context.Background(), d)
+	}
+	p := enforce.Policy{Tiers: testTiers, Rules: []enforce.Rule{
+		{Name: "smooth", Path: "/", Keys: []string{"ip"}, Limit: 10, Period: time.Second, Burst: 1,
+			Mode: enforce.ModeDelay, MaxWait: time.Second},
+	}}
+	e, err := enforce.New(store, p, enforce.Settings{Now: fs.Now, Sleep: sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := e.Check(context.Background(), httptest.NewRequest("GET", "/", nil)); !res.Allowed {
+		t.Fatalf("the burst: %+v", res)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
-	if res := e.Check(ctx, req); res.Allowed {
-		t.Fatalf("cancelled request admitted after a wait: %+v", res)
+	before := store.n.Load()
+	res := e.Check(ctx, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+	if res.Allowed || res.Status != http.StatusTooManyRequests {
+		t.Fatalf("cancelled request: %+v, want refused (429)", res)
+	}
+	if calls := store.n.Load() - before; sleeps != 1 || calls != 1 || !fs.Now().Equal(t0) {
+		t.Fatalf("cancelled request: %d waits, %d store calls, clock at t0%+v; want 1 wait, 1 call, no time passed",
+			sleeps, calls, fs.Now().Sub(t0))
 	}
 }
 

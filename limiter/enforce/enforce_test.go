@@ -285,7 +285,7 @@ func (r refusalCounter) Add(k string, n uint64) { r[k] += n }
 func TestRefusedClientsCountedWithoutSecrets(t *testing.T) {
 	counts := refusalCounter{}
 	e, err := enforce.New(limiter.NewMemory(), perKeyPolicy(), enforce.Settings{
-		Identifier: apiKeyIdentifier{}, Refusals: counts})
+		Identifier: apiKeyIdentifier{}, Tiers: assignments{"sk_live_secret": "free"}, Refusals: counts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ type BucketState struct {
 func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
 	p := e.policy.Load()
 	id := &identity.Client{APIKey: client}
-	tier := p.tier(id, e.set.Tiers)
+	tier := p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
 	var out []BucketState
 	for i := range p.rules {
 		cr := &p.rules[i]
@@ -36,8 +36,7 @@ func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, e
 		r := cr.rule(tier)
 		var b strings.Builder
 		cr.keyPrefix(&b, tier)
-		b.WriteByte('|')
-		b.WriteString(client)
+		appendPart(&b, client)
 		d, err := e.store.Decide(ctx, limiter.Request{Key: bounded(b.String(), cr.Name), Rule: r, Peek: true, Tier: tier.Name,
 			Multiplier: e.multiplier(tier.Name)})
 		if err != nil {

@@ -54,10 +54,12 @@ func ParseMode(s string) (Mode, error) {
 //
 // Keys names the key sources whose values, joined, make the bucket key:
 // "ip" (the client IP, IPv6 grouped by prefix), "api_key" (the configured
-// API-key header), "jwt" (the verified JWT subject), "client" (API key, else
-// JWT subject), "header:NAME" (any request header) and "route" (the rule's
-// path pattern: one bucket for the whole endpoint). A rule whose key source
-// is absent from a request (say, no API key) does not apply to it.
+// API-key header, when believed: see UnassignedKeys), "jwt" (the verified
+// JWT subject), "client" (API key, else JWT subject, else the IP: an
+// anonymous client is its IP), "header:NAME" (any request header, as sent)
+// and "route" (the rule's path pattern: one bucket for the whole endpoint).
+// A rule whose key source is absent from a request (say, no API key) does
+// not apply to it.
 //
 // With Limit 0 the rule uses the quota of the client's tier; with Limit set
 // it has its own (Algorithm, Limit, Period, Burst). Either way the tier's
@@ -82,8 +84,8 @@ type Rule struct {
 type Policy struct {
 	Tiers         []Tier
 	Rules         []Rule
-	DefaultTier   string // for clients with a key but no assignment; "" = the lowest-priority tier
-	AnonymousTier string // for requests without a client key; "" = DefaultTier
+	DefaultTier   string // for believed clients without an assignment; "" = the lowest-priority tier
+	AnonymousTier string // for requests without a believed client key; "" = DefaultTier
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)

@@ -89,6 +89,9 @@ func (s Settings) normalize() (Settings, error) {
 	if s.DenyRetryAfter == 0 {
 		s.DenyRetryAfter = DefaultDenyRetryAfter
 	}
+	if s.Local == nil && s.Now == nil {
+		s.Local = limiter.NewMemory() // its own monotonic clock
+	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}

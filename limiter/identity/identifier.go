@@ -13,10 +13,13 @@ type Settings struct {
 	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed; none by default
 	IPv6Prefix     int            // IPv6 clients are grouped by this prefix; default 64
 	JWT            *JWTVerifier   // nil: JWT subjects are not read
+	// Keys verifies API keys; nil: keys are not verified here, and the
+	// enforcer believes only assigned keys (see enforce.UnassignedKeys).
+	Keys KeyVerifier
 }
 
 // New returns the Identifier the product uses: the API key from
-// its header, the subject of a verified bearer JWT (a token that fails
+// its header (dropped when Keys refuses it), the subject of a verified bearer JWT (a token that fails
 // verification is ignored: the request is anonymous), and the client IP
 // resolved through trusted proxies only.
 func New(s Settings) (Identifier, error) {
@@ -27,13 +30,14 @@ func New(s Settings) (Identifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &identifier{header: textproto.CanonicalMIMEHeaderKey(s.APIKeyHeader), ips: ips, jwt: s.JWT}, nil
+	return &identifier{header: textproto.CanonicalMIMEHeaderKey(s.APIKeyHeader), ips: ips, jwt: s.JWT, keys: s.Keys}, nil
 }
 
 type identifier struct {
 	header string // canonical
 	ips    *IPResolver
 	jwt    *JWTVerifier
+	keys   KeyVerifier
 }
 
 // unknownIP keys requests whose peer is not an IP (a Unix socket, say), so
@@ -42,6 +46,12 @@ const unknownIP = "unknown"
 
 func (i *identifier) Identify(r *http.Request) Client {
 	id := Client{APIKey: r.Header.Get(i.header), IP: unknownIP}
+	if id.APIKey != "" && i.keys != nil {
+		id.KeyVerified = i.keys.VerifyKey(r.Context(), id.APIKey)
+		if !id.KeyVerified {
+			id.APIKey = ""
+		}
+	}
 	if i.jwt != nil {
 		if h := r.Header.Get("Authorization"); h != "" {
 			id.Subject, _ = i.jwt.Subject(h)

@@ -7,6 +7,9 @@ type Client struct {
 	APIKey  string // from the configured API-key header
 	Subject string // the subject of a verified JWT; "" when absent or not verified
 	IP      string // the client IP as a bucket key (IPv6 grouped by prefix)
+	// KeyVerified: a KeyVerifier accepted APIKey. Without one, a key is
+	// only what the client claims (see enforce.UnassignedKeys).
+	KeyVerified bool
 }
 
 // Key is the key that names the client for tier lookup: the API key,

@@ -249,7 +249,7 @@ func TestScriptFlush(t *testing.T) {
 	}
 }
 
-// TestRedisKeys: keys carry the prefix and a hash tag, and every key has a
+// TestRedisKeys: keys carry the prefix and a hash tag of the store's, and every key has a
 // TTL no longer than its time to refill plus one second.
 func TestRedisKeys(t *testing.T) {
 	r := testenv.StartRedis(t)
@@ -261,8 +261,8 @@ func TestRedisKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		key := s.Key(alg, "user:1")
-		if !strings.HasPrefix(key, "app:") || hashTag(key) != "user:1" {
-			t.Fatalf("%v: key %q: want prefix app: and hash tag {user:1}", alg, key)
+		if !strings.HasPrefix(key, "app:"+alg.Code()+":{") || !strings.HasSuffix(key, "}:user:1") || len(hashTag(key)) != 16 {
+			t.Fatalf("%v: key %q: want app:%s:{<16 hex>}:user:1", alg, key, alg.Code())
 		}
 		ttl, err := c.PTTL(context.Background(), key).Result()
 		if err != nil {

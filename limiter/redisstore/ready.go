@@ -13,7 +13,7 @@ import (
 var ErrNotReady = errors.New("redisstore: not ready")
 
 // readyKey is the key of the readiness decision; with the default prefix
-// its state lives in "throttled:tb:{__ready__}". The huge limit means it is
+// its state lives in "throttled:tb:{<hash>}:__ready__". The huge limit means it is
 // never refused by its own counting.
 const readyKey = "__ready__"
 

@@ -54,7 +54,7 @@ func TestReadyRedis(t *testing.T) {
 		}
 	}
 	// It made a real decision: the reserved key holds token bucket state.
-	key := prefix + "tb:{__ready__}"
+	key := s.Key(limiter.TokenBucket, "__ready__")
 	if n := c.Exists(ctx, key).Val(); n != 1 {
 		t.Errorf("key %s does not exist after Ready: no decision was made", key)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,24 +21,52 @@ type Store struct {
 	c      redis.UniversalClient
 	prefix string
 	now    func() time.Time // nil: Redis TIME
+	err    error            // a bad prefix: every decision fails with it
 }
 
 // New returns a store on c, a single Redis or a cluster client.
 // Options: limiter.WithPrefix, limiter.WithClock (tests only, see WithClock).
+// A prefix that CheckPrefix refuses makes every decision (and Ready) fail.
 func New(c redis.UniversalClient, opts ...limiter.Option) *Store {
 	o := limiter.NewOptions(opts...)
-	return &Store{c: c, prefix: o.Prefix, now: o.Now}
+	return &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix)}
 }
 
-// Key is the Redis key that holds the state of key under algorithm alg.
-// SlidingWindowLog keeps the units admitted in a second key, Key + ":a",
-// in the same cluster slot (the hash tag is the same).
+// CheckPrefix reports a key prefix the store cannot use: one with { or },
+// which would choose the hash tag (the cluster slot) of every key.
+func CheckPrefix(p string) error {
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("redisstore: prefix %q must not contain { or }: %w", p, limiter.ErrInvalid)
+	}
+	return nil
+}
+
+// Key is the Redis key that holds the state of key under algorithm alg:
+// "<prefix><alg>:{<tag>}:<key>", where tag is a 64-bit FNV-1a hash of key
+// in hex. The store, not the key, chooses the hash tag, so a key holding
+// braces cannot pick its cluster slot. SlidingWindowLog keeps the units
+// admitted in a second key, Key + ":a", in the same slot.
 func (r *Store) Key(alg limiter.Algorithm, key string) string {
-	return r.prefix + alg.Code() + ":{" + key + "}"
+	h := uint64(14695981039346656037) // FNV-1a, 64 bits
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	code := alg.Code()
+	b := make([]byte, 0, len(r.prefix)+len(code)+21+len(key))
+	b = append(append(append(b, r.prefix...), code...), ":{"...)
+	for s := 60; s >= 0; s -= 4 {
+		b = append(b, "0123456789abcdef"[h>>s&0xf])
+	}
+	b = append(append(b, "}:"...), key...)
+	return string(b)
 }
 
 // Decide runs the rule's script for the request's key.
 func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	if r.err != nil {
+		return limiter.Decision{}, r.err
+	}
 	if err := req.Normalize(); err != nil {
 		return limiter.Decision{}, err
 	}
