@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter/coord"
 )
 
 const testToken = "test-write-token-0123456789"
@@ -360,7 +361,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- runServe(ctx, testConfig(t, up.URL, r.URL()), slog.New(slog.DiscardHandler), started) }()
 	addrs := <-started
-	lease := "throttled:controller:leader"
+	lease := coord.Settings{Prefix: "throttled:"}.LeaseKey()
 	deadline := time.Now().Add(5 * time.Second)
 	for r.Client().Exists(context.Background(), lease).Val() == 0 {
 		if time.Now().After(deadline) {

@@ -163,7 +163,8 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 		return err
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
-		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: top})
+		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: top,
+		UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
 	return err
 }
 

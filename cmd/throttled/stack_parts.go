@@ -157,11 +157,14 @@ func (s *stack) buildController(ctx context.Context) error {
 	if s.rdb == nil {
 		pub, lease = s.mults.src.(*localMultipliers), localLease{}
 	} else {
-		mp, err := coord.NewPublisher(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix})
+		// The lease fences the publishes: a stalled ex-leader's are refused.
+		cs := coord.Settings{Prefix: s.cfg.Redis.Prefix}
+		l, err := coord.NewLease(s.rdb, cs.LeaseKey(), cc.LeaseTTL.D())
 		if err != nil {
 			return err
 		}
-		l, err := coord.NewLease(s.rdb, s.cfg.Redis.Prefix+"controller:leader", cc.LeaseTTL.D())
+		cs.Lease = l
+		mp, err := coord.NewPublisher(s.rdb, cs)
 		if err != nil {
 			return err
 		}

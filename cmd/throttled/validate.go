@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 // validate reports every problem it finds, each at its YAML path.
@@ -28,6 +29,9 @@ func (c *Config) validate() []fieldErr {
 		if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("upstream", "want an http:// or https:// URL with a host")
 		}
+	}
+	if err := redisstore.CheckPrefix(c.Redis.Prefix); err != nil {
+		add("redis.prefix", err.Error())
 	}
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
