@@ -20,6 +20,7 @@
 //	POST   /v1/multipliers/{tier}/pin    pin {"multiplier": 0.5, "ttl": "10m"} (PUT too)
 //	DELETE /v1/multipliers/{tier}/pin    unpin
 //	GET    /v1/audit?limit=N             recent writes, newest first
+//	GET    /v1/top?limit=N               the clients refused most lately (keys, not only fingerprints)
 //	GET    /v1/openapi.json              the OpenAPI 3 document (api/openapi.json)
 //
 // Errors are {"error": "...", "field": "..."}; field is a path such as

@@ -54,6 +54,8 @@ type Settings struct {
 	// Multipliers reports current multipliers for GET /v1/multipliers.
 	// Nil: every tier shows 1 with source "default" (pins still apply).
 	Multipliers MultiplierReader
+	// Top reports the clients refused most for GET /v1/top. Nil: an empty list.
+	Top TopReader
 	// Registerer receives the metrics. Nil: no metrics.
 	Registerer prometheus.Registerer
 	// Logger reports bad stored documents and internal errors. Nil: discard.
@@ -187,6 +189,7 @@ func (sv *Server) routes() *echo.Echo {
 	g.PUT("/multipliers/:tier/pin", sv.putPin)
 	g.DELETE("/multipliers/:tier/pin", sv.deletePin)
 	g.GET("/audit", sv.getAudit)
+	g.GET("/top", sv.getTop)
 	g.GET("/openapi.json", sv.getOpenAPI)
 	return e
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
 // TestInspectKeyCreatesNoState: GET /v1/keys/{key} for a key never seen
@@ -35,3 +37,24 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 	}
 }
 
+// TestTopConsumers: a refused client shows in GET /v1/top under its key,
+// and in /metrics only as a fingerprint.
+func TestTopConsumers(t *testing.T) {
+	up := upstreamServer(t)
+	cfg := testConfig(t, up.URL, "")
+	cfg.Rules = []api.Rule{{Name: "per-ip", Match: api.Match{Path: "/"}, Key: api.KeySources{"ip"}}}
+	addrs := startServe(t, cfg)
+	for range 8 {
+		call(t, "GET", "http://"+addrs["proxy"]+"/", "") // no API key: the client is its IP
+	}
+	resp, body := call(t, "GET", "http://"+addrs["admin"]+"/v1/top", "", "Authorization", "Bearer "+testToken)
+	fp := instrument.Fingerprint("ip:127.0.0.1")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"key":"ip:127.0.0.1","fingerprint":"`+fp+`","refused":3`) {
+		t.Fatalf("GET /v1/top: %d %s, want ip:127.0.0.1 refused 3 times", resp.StatusCode, body)
+	}
+	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	top := grepLines(metrics, "throttled_top_consumers{")
+	if top != `throttled_top_consumers{key="`+fp+`"} 3` {
+		t.Fatalf("/metrics top consumers:\n%s\nwant the fingerprint %s alone", top, fp)
+	}
+}

@@ -33,6 +33,7 @@ type stack struct {
 	store         limiter.Store
 	ready         func(context.Context) error
 	enforcer      *enforce.Enforcer
+	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
 	mults         *pinned
 	tiers         *tierTable
 	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
@@ -158,12 +159,12 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	top := instrument.NewTopK(20)
-	if err := s.reg.Register(top); err != nil {
+	s.top = instrument.NewTopK(20, 0, nil)
+	if err := s.reg.Register(s.top); err != nil {
 		return err
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
-		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: top})
+		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top})
 	return err
 }
 
