@@ -21,12 +21,15 @@ import (
 // environment variable THROTTLED_<PATH> (for example THROTTLED_REDIS_URL,
 // THROTTLED_ADMIN_LISTEN, THROTTLED_CONTROLLER_PERIOD).
 type Config struct {
-	Listen     string           `yaml:"listen"`   // proxy listener (with upstream)
-	Upstream   string           `yaml:"upstream"` // "" = no proxy
-	Admin      AdminConfig      `yaml:"admin"`
-	Redis      RedisConfig      `yaml:"redis"`
-	Prometheus PrometheusConfig `yaml:"prometheus"`
-	Controller ControllerConfig `yaml:"controller"`
+	Listen   string `yaml:"listen"`   // proxy listener (with upstream)
+	Upstream string `yaml:"upstream"` // "" = no proxy
+	// UpstreamTimeout bounds the wait for the upstream's response headers
+	// (a hung upstream answers 504 instead of holding a permit forever).
+	UpstreamTimeout api.Duration     `yaml:"upstream_timeout"`
+	Admin           AdminConfig      `yaml:"admin"`
+	Redis           RedisConfig      `yaml:"redis"`
+	Prometheus      PrometheusConfig `yaml:"prometheus"`
+	Controller      ControllerConfig `yaml:"controller"`
 	// Concurrency is the inner loop (proxy mode): an adaptive limit on the
 	// requests in flight to the upstream.
 	Concurrency ConcurrencyConfig   `yaml:"concurrency"`
@@ -172,6 +175,7 @@ func (c *Config) defaults() {
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
+	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
 }
 
 // innerLoop reports whether the proxy runs the inner, concurrency loop.

@@ -46,6 +46,9 @@ func (c *Config) validate() []fieldErr {
 			add("admin.tokens."+role, "empty token")
 		}
 	}
+	if d := c.UpstreamTimeout.D(); d < time.Millisecond || d > time.Hour {
+		add("upstream_timeout", "want 1ms..1h")
+	}
 	errs = append(errs, c.validateController()...)
 	if _, err := gradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})
