@@ -110,7 +110,10 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m}
+	// A call slower than the decision's deadline runs on (up to the Redis
+	// timeout) rather than being cut, which would cost its connection.
+	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
+		CallTimeout: s.cfg.Redis.Timeout.D()}
 	if fs.Instances == 0 {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
