@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
 )
 
@@ -81,11 +82,17 @@ type ControllerConfig struct {
 	LatencyTarget    api.Duration `yaml:"latency_target"`
 	ErrorRatioTarget float64      `yaml:"error_ratio_target"`
 	SaturationTarget float64      `yaml:"saturation_target"`
-	Headroom         float64      `yaml:"headroom"`
+	Headroom         *float64     `yaml:"headroom"` // nil: the law's default; an explicit 0 is an error, not the default
 	Cooldown         api.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
 	HoldTimeout      api.Duration `yaml:"hold_timeout"`
-	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
 	LeaseTTL         api.Duration `yaml:"lease_ttl"`
+	// MultiplierStaleAfter (stale_after): the enforcers treat multipliers
+	// published longer ago as 1. It is the enforcers' setting, the
+	// coordination's staleness (coord.Settings.StaleAfter).
+	MultiplierStaleAfter api.Duration `yaml:"stale_after"`
+	// SignalStaleAfter: the controller ignores a signal sample older than
+	// this (controller.Settings.SignalStaleAfter); 0: three periods.
+	SignalStaleAfter api.Duration `yaml:"signal_stale_after"`
 }
 
 // ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a
@@ -128,6 +135,10 @@ type JWTConfig struct {
 type FallbackConfig struct {
 	Instances int          `yaml:"instances"` // 0: count live instances through Redis heartbeats
 	Deadline  api.Duration `yaml:"deadline"`  // per decision
+	// ConsecutiveFailures of Redis calls open the store's breaker, which
+	// stays open OpenTimeout before a probe.
+	ConsecutiveFailures int          `yaml:"consecutive_failures"`
+	OpenTimeout         api.Duration `yaml:"open_timeout"`
 }
 
 // Bulkhead bounds the requests of one tier in flight to the upstream.
@@ -163,7 +174,7 @@ func (c *Config) defaults() {
 	setDefault(&c.Controller.LatencyTarget, api.Duration(500*time.Millisecond))
 	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
 	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
-	setDefault(&c.Controller.StaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
+	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
 	if c.innerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
@@ -173,10 +184,17 @@ func (c *Config) defaults() {
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
+	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
+	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
 }
+
+// enforces reports whether this instance enforces quotas on traffic (the
+// proxy); a controller-only replica does not, and so must not count itself
+// among the instances that share a quota in the fallback.
+func (c *Config) enforces() bool { return c.Upstream != "" }
 
 // innerLoop reports whether the proxy runs the inner, concurrency loop.
 func (c *Config) innerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
@@ -265,6 +283,10 @@ func setScalar(f reflect.Value, s string) error {
 	case *float64:
 		x, err := strconv.ParseFloat(s, 64)
 		*p = x
+		return err
+	case **float64:
+		x, err := strconv.ParseFloat(s, 64)
+		*p = &x
 		return err
 	case *bool:
 		b, err := strconv.ParseBool(s)

@@ -105,8 +105,8 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	guard, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{
-		Deadline: s.cfg.Fallback.Deadline.D(), OpenTimeout: 500 * time.Millisecond}, bm)
+	guard, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{Deadline: s.cfg.Fallback.Deadline.D(),
+		ConsecutiveFailures: s.cfg.Fallback.ConsecutiveFailures, OpenTimeout: s.cfg.Fallback.OpenTimeout.D()}, bm)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (s *stack) buildStore(ctx context.Context) error {
 	// timeout) rather than being cut, which would cost its connection.
 	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
 		CallTimeout: s.cfg.Redis.Timeout.D()}
-	if fs.Instances == 0 {
+	if fs.Instances == 0 && s.cfg.enforces() {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
@@ -144,7 +144,7 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 		return nil
 	}
 	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix,
-		StaleAfter: s.cfg.Controller.StaleAfter.D(), Logger: s.log}, s.reg)
+		StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D(), Logger: s.log}, s.reg)
 	if err != nil {
 		return err
 	}
