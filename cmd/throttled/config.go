@@ -174,7 +174,10 @@ func (c *Config) defaults() {
 	setDefault(&c.Controller.LatencyTarget, api.Duration(500*time.Millisecond))
 	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
 	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
-	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
+	// Multipliers must outlive a leader change: a leader that dies right
+	// after publishing leaves them unrenewed until its lease expires and a
+	// follower's next tick (up to a jittered period later) publishes again.
+	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(minStaleAfter(&c.Controller)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
 	if c.innerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
@@ -189,6 +192,13 @@ func (c *Config) defaults() {
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
+}
+
+// minStaleAfter is the least controller.stale_after that survives a leader
+// failover: lease_ttl + 2 × period (the lease running out, then a follower's
+// jittered tick, with a period to spare).
+func minStaleAfter(cc *ControllerConfig) time.Duration {
+	return cc.LeaseTTL.D() + 2*cc.Period.D()
 }
 
 // enforces reports whether this instance enforces quotas on traffic (the

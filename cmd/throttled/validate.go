@@ -73,6 +73,9 @@ func (c *Config) validateController() []fieldErr {
 		"want (0, 1): 0 would leave no band between healthy and overloaded (omit it for the default 0.1)")
 	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
+	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
+		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
+			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")
 	check(c.Fallback.Instances >= 0 && c.Fallback.Instances <= 10000, "fallback.instances", "want 0..10000")
 	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
 	check(c.Fallback.ConsecutiveFailures >= 1 && c.Fallback.ConsecutiveFailures <= 1000,
