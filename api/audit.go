@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -37,4 +39,25 @@ func (sv *Server) getAudit(c echo.Context) error {
 		}
 	}
 	return respond(c, http.StatusOK, etagOf(list, 0), list)
+}
+
+// omitted stands in an audit entry for a before or after too large to keep.
+type omitted struct {
+	Omitted bool   `json:"omitted"`
+	Bytes   int    `json:"bytes"`
+	SHA256  string `json:"sha256"`
+}
+
+// auditEntry is e's stored form, at most max bytes: when e is larger, its
+// before and after are replaced by their sizes and digests.
+func auditEntry(e AuditEntry, max int) []byte {
+	b := canonical(e)
+	if len(b) <= max {
+		return b
+	}
+	for _, v := range []*json.RawMessage{&e.Before, &e.After} {
+		sum := sha256.Sum256(*v)
+		*v = canonical(omitted{Omitted: true, Bytes: len(*v), SHA256: hex.EncodeToString(sum[:])})
+	}
+	return canonical(e)
 }

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,5 +92,39 @@ func TestAuditBounded(t *testing.T) {
 	var newest AuditEntry
 	if err := json.Unmarshal(raw[0], &newest); err != nil || len(raw) != 3 || string(newest.After) != `{"name":"free","rate":24,"period":"1s","priority":0}` {
 		t.Fatalf("%d entries, newest %s (%v)", len(raw), raw[0], err)
+	}
+}
+
+// TestAuditBoundedInBytes: an entry for a write near the body limit is
+// stored within MaxAuditEntryBytes, keeping who, what and the version and
+// the sizes of before and after.
+func TestAuditBoundedInBytes(t *testing.T) {
+	f := newFixture(t)
+	rules := make([]Rule, 500)
+	for i := range rules {
+		rules[i] = Rule{Name: fmt.Sprintf("r%d", i), Match: Match{Path: "/" + strings.Repeat("p", 1000)}, Key: KeySources{"ip"}}
+	}
+	body := canonical(ruleList{Rules: rules})
+	if len(body) < 400<<10 || len(body) > DefaultMaxBodyBytes {
+		t.Fatalf("body of %d bytes: the test wants one near the body limit", len(body))
+	}
+	want(t, f.do("PUT", "/v1/rules", writeTok, body, "If-Match", "*"), http.StatusOK)
+	stored, err := f.rc.LIndex(context.Background(), "test:{config}:audit", 0).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) > DefaultMaxAuditEntryBytes {
+		t.Fatalf("audit entry of %d bytes stored, want at most %d", len(stored), DefaultMaxAuditEntryBytes)
+	}
+	var e struct {
+		Who, Action string
+		Version     int64
+		After       omitted
+	}
+	if err := json.Unmarshal(stored, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Who != "alice" || e.Action != "rules.replace" || e.Version != 2 || !e.After.Omitted || e.After.Bytes < len(body)-100 {
+		t.Fatalf("audit entry %s", stored)
 	}
 }

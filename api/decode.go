@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// errTooLarge reports a request body over Settings.MaxBodyBytes (HTTP 400, field "body").
+// errTooLarge reports a request body over Settings.MaxBodyBytes (HTTP 413, field "body").
 var errTooLarge = errors.New("api: request body too large")
 
 // readBody reads at most max bytes of r; more is errTooLarge.

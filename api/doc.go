@@ -20,6 +20,7 @@
 //	POST   /v1/multipliers/{tier}/pin    pin {"multiplier": 0.5, "ttl": "10m"} (PUT too)
 //	DELETE /v1/multipliers/{tier}/pin    unpin
 //	GET    /v1/audit?limit=N             recent writes, newest first
+//	GET    /v1/top?limit=N               the clients refused most lately (keys, not only fingerprints)
 //	GET    /v1/openapi.json              the OpenAPI 3 document (api/openapi.json)
 //
 // Errors are {"error": "...", "field": "..."}; field is a path such as
@@ -34,8 +35,8 @@
 //
 // Bodies are decoded strictly: unknown fields (matched case-sensitively),
 // wrong types, bad durations and trailing data are 400 naming the field;
-// bodies over Settings.MaxBodyBytes (1 MiB) are 400 too, naming the field
-// "body". Then the whole Config
+// bodies over Settings.MaxBodyBytes (1 MiB) are 413 Content Too Large,
+// naming the field "body". Then the whole Config
 // the write would produce is checked — ValidateConfig (names, ranges: no
 // negative, zero where not allowed, NaN, ±Inf or absurd numbers), pins, and
 // the injected Settings.Validate hook — and only a valid result is written.
@@ -65,7 +66,9 @@
 // # Persistence and propagation
 //
 // The swap also keeps a last_good copy, pushes the audit entry onto a
-// capped list (StoreSettings.AuditLimit, default 1000) and publishes on a
+// capped list (StoreSettings.AuditLimit, default 1000, of entries of at most
+// Settings.MaxAuditEntryBytes, default 16 KiB: an entry whose before and
+// after are larger keeps their sizes and digests instead) and publishes on a
 // channel. Load and the Server serve the current document if it decodes and
 // validates, else the last good copy, reporting ErrBadStored (a running
 // Server or Watcher keeps the last valid document it read, which is newer

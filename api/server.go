@@ -54,6 +54,8 @@ type Settings struct {
 	// Multipliers reports current multipliers for GET /v1/multipliers.
 	// Nil: every tier shows 1 with source "default" (pins still apply).
 	Multipliers MultiplierReader
+	// Top reports the clients refused most for GET /v1/top. Nil: an empty list.
+	Top TopReader
 	// Registerer receives the metrics. Nil: no metrics.
 	Registerer prometheus.Registerer
 	// Logger reports bad stored documents and internal errors. Nil: discard.
@@ -61,17 +63,30 @@ type Settings struct {
 	// Now is the clock of audit entries, pins and multiplier ages. Nil
 	// means time.Now.
 	Now func() time.Time
-	// MaxBodyBytes bounds request bodies; larger ones get 400 naming "body". Zero means
+	// MaxBodyBytes bounds request bodies; larger ones get 413 naming "body". Zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxAuditEntryBytes bounds one audit entry: a larger one keeps who,
+	// when, what and the version, and its before and after give way to
+	// their sizes and SHA-256 digests. With StoreSettings.AuditLimit it
+	// bounds the audit log in bytes (1000 × 16 KiB by default). Zero means
+	// DefaultMaxAuditEntryBytes.
+	MaxAuditEntryBytes int
 }
 
+// DefaultMaxAuditEntryBytes bounds one audit entry (16 KiB).
+const DefaultMaxAuditEntryBytes = 16 << 10
+
 func (s Settings) normalize() (Settings, error) {
-	if s.MaxBodyBytes < 0 {
-		return s, fmt.Errorf("api: Settings.MaxBodyBytes %d must not be negative", s.MaxBodyBytes)
+	if s.MaxBodyBytes < 0 || s.MaxAuditEntryBytes < 0 {
+		return s, fmt.Errorf("api: Settings.MaxBodyBytes %d and MaxAuditEntryBytes %d must not be negative",
+			s.MaxBodyBytes, s.MaxAuditEntryBytes)
 	}
 	if s.MaxBodyBytes == 0 {
 		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.MaxAuditEntryBytes == 0 {
+		s.MaxAuditEntryBytes = DefaultMaxAuditEntryBytes
 	}
 	if s.Store == nil {
 		m, err := NewMemoryStore(StoreSettings{})
@@ -146,7 +161,7 @@ func (sv *Server) start(ctx context.Context) error {
 	}
 	entry := AuditEntry{At: seed.UpdatedAt, Who: seed.UpdatedBy, Action: "config.seed", Resource: "config",
 		Version: 1, Before: canonical(nil), After: canonical(seed.Config)}
-	if _, err := sv.s.Store.Swap(ctx, nil, canonical(seed), canonical(entry)); err != nil {
+	if _, err := sv.s.Store.Swap(ctx, nil, canonical(seed), auditEntry(entry, sv.s.MaxAuditEntryBytes)); err != nil {
 		return fmt.Errorf("api: seed config: %w", err)
 	}
 	return nil // a false swap means another instance seeded first
@@ -174,6 +189,7 @@ func (sv *Server) routes() *echo.Echo {
 	g.PUT("/multipliers/:tier/pin", sv.putPin)
 	g.DELETE("/multipliers/:tier/pin", sv.deletePin)
 	g.GET("/audit", sv.getAudit)
+	g.GET("/top", sv.getTop)
 	g.GET("/openapi.json", sv.getOpenAPI)
 	return e
 }
@@ -249,7 +265,7 @@ func (sv *Server) handleError(err error, c echo.Context) {
 		body, code = errorBody{Error: fe.Field + ": " + fe.Msg, Field: fe.Field}, http.StatusBadRequest
 	case errors.Is(err, errTooLarge):
 		body = errorBody{Error: fmt.Sprintf("body: larger than %d bytes", sv.s.MaxBodyBytes), Field: "body"}
-		code = http.StatusBadRequest
+		code = http.StatusRequestEntityTooLarge
 	case errors.As(err, &he):
 		body, code = errorBody{Error: fmt.Sprint(he.Message)}, he.Code
 	}

@@ -94,13 +94,13 @@ func TestBodyTooLarge(t *testing.T) {
 	before := f.raw()
 	big := `{"name":"x","rate":1,"period":"1s","algorithm":"` + strings.Repeat("a", DefaultMaxBodyBytes) + `"}`
 	r := f.do("POST", "/v1/tiers", writeTok, big)
-	want(t, r, http.StatusBadRequest)
+	want(t, r, http.StatusRequestEntityTooLarge)
 	if m := r.obj(t); m["field"] != "body" || !strings.Contains(m["error"].(string), "1048576") {
 		t.Fatalf("%s", r.body)
 	}
 	// Without Content-Length the limit holds while reading.
 	r = f.do("PUT", "/v1/rules", writeTok, io.MultiReader(strings.NewReader(big)), "If-Match", "*")
-	want(t, r, http.StatusBadRequest)
+	want(t, r, http.StatusRequestEntityTooLarge)
 	if string(f.raw()) != string(before) {
 		t.Fatal("store changed")
 	}

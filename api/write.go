@@ -53,7 +53,7 @@ func (sv *Server) write(c echo.Context, mut mutation) (Snapshot, error) {
 		}
 		entry := AuditEntry{At: now, Who: who, Action: ch.action, Resource: ch.resource,
 			Version: next.Version, Before: canonical(ch.before), After: canonical(ch.after)}
-		ok, err := sv.s.Store.Swap(ctx, raw, canonical(next), canonical(entry))
+		ok, err := sv.s.Store.Swap(ctx, raw, canonical(next), auditEntry(entry, sv.s.MaxAuditEntryBytes))
 		if err != nil {
 			sv.s.Logger.Error("api: write config", "err", err)
 			return Snapshot{}, httpErr(http.StatusServiceUnavailable, "", "config store unavailable")

@@ -292,14 +292,14 @@ func clamp(m float64, t Tier) float64 {
 
 // Usable reports whether the law takes s into account at now: Valid, a
 // value that is not NaN or −Inf, a finite positive target, and not older
-// than StaleAfter.
+// than SignalStaleAfter.
 func (l *Law) Usable(s Signal, now time.Time) bool {
 	switch {
 	case !s.Valid, math.IsNaN(s.Value), math.IsInf(s.Value, -1):
 		return false
 	case math.IsNaN(s.Target), math.IsInf(s.Target, 0), s.Target <= 0:
 		return false
-	case !s.At.IsZero() && now.Sub(s.At) > l.s.StaleAfter:
+	case !s.At.IsZero() && now.Sub(s.At) > l.s.SignalStaleAfter:
 		return false
 	}
 	return true

@@ -24,10 +24,10 @@ func threeTiers() Settings {
 			{Name: "premium", Priority: 0, Beta: 0.9, Floor: 0.5, Alpha: 0.125},
 			{Name: "standard", Priority: 1, Beta: 0.7, Floor: 0.3, Alpha: 0.2},
 		},
-		Headroom:    0.2,
-		Cooldown:    10 * s,
-		HoldTimeout: 30 * s,
-		StaleAfter:  15 * s,
+		Headroom:         0.2,
+		Cooldown:         10 * s,
+		HoldTimeout:      30 * s,
+		SignalStaleAfter: 15 * s,
 	}
 }
 

@@ -81,9 +81,11 @@ type Settings struct {
 	// most one probe per ProbeAfter, so a steady overload costs at most two
 	// direction changes per ProbeAfter. 0 means DefaultProbeAfter.
 	ProbeAfter time.Duration
-	// StaleAfter: a signal whose At is older than this is unusable. A zero
-	// At is taken as fresh. 0 means three periods.
-	StaleAfter time.Duration
+	// SignalStaleAfter: a signal whose At is older than this is unusable
+	// (the law holds on it). A zero At is taken as fresh. 0 means three
+	// periods. Not to be confused with the enforcers' multiplier staleness
+	// (coord.Settings.StaleAfter, the config's controller.stale_after).
+	SignalStaleAfter time.Duration
 	// Period between two ticks of the loop. 0 means DefaultPeriod. It also
 	// bounds each tick's calls and the final lease release.
 	Period time.Duration
@@ -109,8 +111,8 @@ func (s Settings) withDefaults() Settings {
 	if s.ProbeAfter == 0 {
 		s.ProbeAfter = DefaultProbeAfter
 	}
-	if s.StaleAfter == 0 {
-		s.StaleAfter = 3 * s.Period
+	if s.SignalStaleAfter == 0 {
+		s.SignalStaleAfter = 3 * s.Period
 	}
 	if s.Cooldown == 0 && s.Period > 0 && s.Jitter > 0 && s.Jitter < 1 {
 		s.Cooldown = time.Duration(float64(2*s.Period) * (1 - s.Jitter))
@@ -163,7 +165,7 @@ func (s Settings) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"cooldown", s.Cooldown}, {"hold_timeout", s.HoldTimeout}, {"stale_after", s.StaleAfter}, {"probe_after", s.ProbeAfter}} {
+	}{{"cooldown", s.Cooldown}, {"hold_timeout", s.HoldTimeout}, {"signal_stale_after", s.SignalStaleAfter}, {"probe_after", s.ProbeAfter}} {
 		if f.v < 0 { // 0 is a default derived from period and jitter, checked above
 			errs = append(errs, invalid(f.name, f.v, "must not be negative"))
 		}

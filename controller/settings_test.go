@@ -13,10 +13,10 @@ func TestSettingsDefaults(t *testing.T) {
 	got := law.Settings()
 	want := Settings{
 		Headroom: DefaultHeadroom, Cooldown: 9 * time.Second, HoldTimeout: DefaultHoldTimeout,
-		StaleAfter: 15 * time.Second, Period: DefaultPeriod, Jitter: DefaultJitter,
+		SignalStaleAfter: 15 * time.Second, Period: DefaultPeriod, Jitter: DefaultJitter,
 	}
 	if got.Headroom != want.Headroom || got.Cooldown != want.Cooldown || got.HoldTimeout != want.HoldTimeout ||
-		got.StaleAfter != want.StaleAfter || got.Period != want.Period || got.Jitter != want.Jitter {
+		got.SignalStaleAfter != want.SignalStaleAfter || got.Period != want.Period || got.Jitter != want.Jitter {
 		t.Fatalf("defaults: got %+v, want %+v", got, want)
 	}
 	free := Tier{Name: "free", Alpha: DefaultAlpha, Beta: DefaultBeta, Growth: DefaultGrowth, Floor: DefaultFloor, Ceiling: DefaultCeiling}
@@ -46,7 +46,7 @@ func TestSettingsValidate(t *testing.T) {
 		{"headroom 1", Settings{Tiers: []Tier{ok}, Headroom: 1}, "headroom = 1: must be in (0, 1)"},
 		{"negative cooldown", Settings{Tiers: []Tier{ok}, Cooldown: -1}, "cooldown = -1ns: must not be negative"},
 		{"negative hold", Settings{Tiers: []Tier{ok}, HoldTimeout: -time.Minute}, "hold_timeout = -1m0s"},
-		{"negative stale", Settings{Tiers: []Tier{ok}, StaleAfter: -time.Second}, "stale_after = -1s"},
+		{"negative stale", Settings{Tiers: []Tier{ok}, SignalStaleAfter: -time.Second}, "signal_stale_after = -1s"},
 		{"empty name", Settings{Tiers: []Tier{{}}}, `tiers[0].name = "": must not be empty`},
 		{"duplicate", Settings{Tiers: []Tier{ok, ok}}, "tiers[1].name = free: duplicates tiers[0]"},
 		{"negative priority", Settings{Tiers: []Tier{{Name: "a", Priority: -1}}}, "tiers[0].priority = -1"},

@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
 )
 
@@ -21,12 +22,15 @@ import (
 // environment variable THROTTLED_<PATH> (for example THROTTLED_REDIS_URL,
 // THROTTLED_ADMIN_LISTEN, THROTTLED_CONTROLLER_PERIOD).
 type Config struct {
-	Listen     string           `yaml:"listen"`   // proxy listener (with upstream)
-	Upstream   string           `yaml:"upstream"` // "" = no proxy
-	Admin      AdminConfig      `yaml:"admin"`
-	Redis      RedisConfig      `yaml:"redis"`
-	Prometheus PrometheusConfig `yaml:"prometheus"`
-	Controller ControllerConfig `yaml:"controller"`
+	Listen   string `yaml:"listen"`   // proxy listener (with upstream)
+	Upstream string `yaml:"upstream"` // "" = no proxy
+	// UpstreamTimeout bounds the wait for the upstream's response headers
+	// (a hung upstream answers 504 instead of holding a permit forever).
+	UpstreamTimeout api.Duration     `yaml:"upstream_timeout"`
+	Admin           AdminConfig      `yaml:"admin"`
+	Redis           RedisConfig      `yaml:"redis"`
+	Prometheus      PrometheusConfig `yaml:"prometheus"`
+	Controller      ControllerConfig `yaml:"controller"`
 	// Concurrency is the inner loop (proxy mode): an adaptive limit on the
 	// requests in flight to the upstream.
 	Concurrency ConcurrencyConfig   `yaml:"concurrency"`
@@ -78,12 +82,18 @@ type ControllerConfig struct {
 	LatencyTarget    api.Duration `yaml:"latency_target"`
 	ErrorRatioTarget float64      `yaml:"error_ratio_target"`
 	SaturationTarget float64      `yaml:"saturation_target"`
-	Headroom         float64      `yaml:"headroom"`
+	Headroom         *float64     `yaml:"headroom"` // nil: the law's default; an explicit 0 is an error, not the default
 	Cooldown         api.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
 	HoldTimeout      api.Duration `yaml:"hold_timeout"`
 	ProbeAfter       api.Duration `yaml:"probe_after"` // a capped tier at its last cut level holds this long before probing past it
-	StaleAfter       api.Duration `yaml:"stale_after"` // enforcers treat older multipliers as 1
 	LeaseTTL         api.Duration `yaml:"lease_ttl"`
+	// MultiplierStaleAfter (stale_after): the enforcers treat multipliers
+	// published longer ago as 1. It is the enforcers' setting, the
+	// coordination's staleness (coord.Settings.StaleAfter).
+	MultiplierStaleAfter api.Duration `yaml:"stale_after"`
+	// SignalStaleAfter: the controller ignores a signal sample older than
+	// this (controller.Settings.SignalStaleAfter); 0: three periods.
+	SignalStaleAfter api.Duration `yaml:"signal_stale_after"`
 }
 
 // ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a
@@ -130,6 +140,10 @@ type JWTConfig struct {
 type FallbackConfig struct {
 	Instances int          `yaml:"instances"` // 0: count live instances through Redis heartbeats
 	Deadline  api.Duration `yaml:"deadline"`  // per decision
+	// ConsecutiveFailures of Redis calls open the store's breaker, which
+	// stays open OpenTimeout before a probe.
+	ConsecutiveFailures int          `yaml:"consecutive_failures"`
+	OpenTimeout         api.Duration `yaml:"open_timeout"`
 }
 
 // Bulkhead bounds the requests of one tier in flight to the upstream.
@@ -165,7 +179,10 @@ func (c *Config) defaults() {
 	setDefault(&c.Controller.LatencyTarget, api.Duration(500*time.Millisecond))
 	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
 	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
-	setDefault(&c.Controller.StaleAfter, api.Duration(3*time.Duration(c.Controller.Period)))
+	// Multipliers must outlive a leader change: a leader that dies right
+	// after publishing leaves them unrenewed until its lease expires and a
+	// follower's next tick (up to a jittered period later) publishes again.
+	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(minStaleAfter(&c.Controller)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
 	if c.innerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
@@ -175,9 +192,24 @@ func (c *Config) defaults() {
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
+	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
+	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
+	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
 }
+
+// minStaleAfter is the least controller.stale_after that survives a leader
+// failover: lease_ttl + 2 × period (the lease running out, then a follower's
+// jittered tick, with a period to spare).
+func minStaleAfter(cc *ControllerConfig) time.Duration {
+	return cc.LeaseTTL.D() + 2*cc.Period.D()
+}
+
+// enforces reports whether this instance enforces quotas on traffic (the
+// proxy); a controller-only replica does not, and so must not count itself
+// among the instances that share a quota in the fallback.
+func (c *Config) enforces() bool { return c.Upstream != "" }
 
 // innerLoop reports whether the proxy runs the inner, concurrency loop.
 func (c *Config) innerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
@@ -276,6 +308,10 @@ func setScalar(f reflect.Value, s string) error {
 	case *float64:
 		x, err := strconv.ParseFloat(s, 64)
 		*p = x
+		return err
+	case **float64:
+		x, err := strconv.ParseFloat(s, 64)
+		*p = &x
 		return err
 	case *bool:
 		b, err := strconv.ParseBool(s)

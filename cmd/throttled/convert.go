@@ -78,11 +78,14 @@ func validatePolicy(c api.Config) error {
 // the controller section.
 func controllerSettings(c *Config, tiers map[string]api.Tier) controller.Settings {
 	s := controller.Settings{
-		Headroom:    c.Controller.Headroom,
-		HoldTimeout: c.Controller.HoldTimeout.D(),
-		ProbeAfter:  c.Controller.ProbeAfter.D(),
-		Cooldown:    c.Controller.Cooldown.D(),
-		Period:      c.Controller.Period.D(),
+		HoldTimeout:      c.Controller.HoldTimeout.D(),
+		ProbeAfter:       c.Controller.ProbeAfter.D(),
+		SignalStaleAfter: c.Controller.SignalStaleAfter.D(),
+		Cooldown:         c.Controller.Cooldown.D(),
+		Period:           c.Controller.Period.D(),
+	}
+	if h := c.Controller.Headroom; h != nil {
+		s.Headroom = *h
 	}
 	for _, name := range sortedTiers(tiers) {
 		t := tiers[name].WithDefaults()

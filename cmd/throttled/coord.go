@@ -8,6 +8,7 @@ import (
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/limiter/coord"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
@@ -118,4 +119,16 @@ type bucketInspector struct{ e *enforce.Enforcer }
 
 func (b bucketInspector) Inspect(ctx context.Context, key string) (any, error) {
 	return b.e.Inspect(ctx, key)
+}
+
+// topConsumers serves GET /v1/top from the enforcer's top-K.
+type topConsumers struct{ t *instrument.TopK }
+
+func (c topConsumers) TopConsumers() (api.Duration, []api.Consumer) {
+	top := c.t.Top()
+	out := make([]api.Consumer, len(top))
+	for i, k := range top {
+		out[i] = api.Consumer{Key: k.Key, Fingerprint: instrument.Fingerprint(k.Key), Refused: k.Count, Error: k.Error}
+	}
+	return api.Duration(c.t.Window()), out
 }

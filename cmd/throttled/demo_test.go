@@ -28,6 +28,7 @@ func TestDemo(t *testing.T) {
 	if rep.Phases.During.Status.Shed == 0 {
 		t.Fatalf("nothing shed during the surge\n%s", out.String())
 	}
+	// The greedy key, above its quota, gets 429s whichever loop sheds.
 	if g := rep.Totals["greedy"]; g.Class[overload.OverQuota] == 0 {
 		t.Fatalf("the greedy key never got a 429\n%s", out.String())
 	}

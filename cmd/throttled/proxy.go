@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,27 +62,34 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// proxyHandler enforces the rules, then the tier's bulkhead, then proxies
-// to upstream.
+// resultKey carries a request's *enforce.Result to ModifyResponse and the
+// error handler, which write its rate-limit headers.
+type resultKey struct{}
+
+// proxyHandler enforces the rules, then the tier's bulkhead, then the inner
+// loop's gate, then proxies to upstream. A request refused by a bulkhead
+// gets its quota back and no rate-limit headers: it was not counted. One
+// shed by the gate keeps its quota spent, as a shed by the multiplier does
+// (the quota counts every request sent), so a client above its quota gets
+// 429, not 503, whichever loop sheds. A proxied
+// answer carries our rate-limit headers in place of the upstream's own.
 func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
-	transport := s.upstream.wrap(upstreamTransport())
+	transport := s.upstream.wrap(upstreamTransport(s.cfg.UpstreamTimeout.D()))
 	if s.breakers != nil {
 		transport = s.breakers.RoundTripper(transport, func(r *http.Request) string {
 			return "upstream:" + s.breakerRoutes.Of(r.URL.Path, "default")
 		})
 	}
 	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(upstream)
-			pr.SetXForwarded()
-		},
-		Transport:    transport,
-		ErrorHandler: s.upstreamError,
+		Rewrite:        s.rewrite(upstream),
+		Transport:      transport,
+		ModifyResponse: oursWin,
+		ErrorHandler:   s.upstreamError,
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := s.enforcer.Check(r.Context(), r)
-		res.WriteHeaders(w.Header())
 		if !res.Allowed {
+			res.WriteHeaders(w.Header())
 			writeJSON(w, res.Status, res.Body())
 			return
 		}
@@ -88,6 +99,7 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			p, err := bh.Acquire(r.Context())
 			if err != nil {
+				s.enforcer.Refund(r.Context(), r, &res)
 				s.refuseBulkhead(w, bh, res.Tier, err)
 				return
 			}
@@ -101,16 +113,86 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			defer p.Release()
 		}
+		if res.Limited {
+			r = r.WithContext(context.WithValue(r.Context(), resultKey{}, &res))
+		}
 		rp.ServeHTTP(w, r)
 	})
 }
 
+// rewrite points a request at upstream with X-Forwarded-*: from a trusted
+// proxy the incoming X-Forwarded-For chain is extended (and its
+// X-Forwarded-Host and -Proto kept), from anyone else it is replaced by the
+// peer's address.
+func (s *stack) rewrite(upstream *url.URL) func(*httputil.ProxyRequest) {
+	var trusted []netip.Prefix
+	for _, p := range s.cfg.Identity.TrustedProxies {
+		if pfx, err := parsePrefix(p); err == nil { // validated with the config
+			trusted = append(trusted, pfx)
+		}
+	}
+	return func(pr *httputil.ProxyRequest) {
+		pr.SetURL(upstream)
+		if !fromTrusted(pr.In.RemoteAddr, trusted) {
+			pr.SetXForwarded()
+			return
+		}
+		in := pr.In.Header
+		if xff := in.Values("X-Forwarded-For"); len(xff) > 0 {
+			pr.Out.Header["X-Forwarded-For"] = []string{strings.Join(xff, ", ")}
+		}
+		pr.SetXForwarded()
+		for _, h := range []string{"X-Forwarded-Host", "X-Forwarded-Proto"} {
+			if v := in.Get(h); v != "" {
+				pr.Out.Header.Set(h, v)
+			}
+		}
+	}
+}
+
+// fromTrusted reports whether the peer at addr (host:port) is a trusted proxy.
+func fromTrusted(addr string, trusted []netip.Prefix) bool {
+	if len(trusted) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	for _, p := range trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// oursWin puts the request's rate-limit headers on the upstream's answer,
+// replacing any the upstream sent under the same names, so that a client
+// never sees two X-RateLimit-Limit values.
+func oursWin(resp *http.Response) error {
+	res, ok := resp.Request.Context().Value(resultKey{}).(*enforce.Result)
+	if !ok {
+		return nil
+	}
+	ours := http.Header{}
+	res.WriteHeaders(ours)
+	for k, v := range ours {
+		resp.Header[k] = v
+	}
+	return nil
+}
+
 // upstreamTransport keeps enough idle connections to the one upstream
 // host for the requests in flight (net/http's default keeps 2, so a busy
-// sidecar would dial for almost every request).
-func upstreamTransport() *http.Transport {
+// sidecar would dial for almost every request), and gives up on an
+// upstream that has not answered (headers) within timeout, so that a hung
+// upstream cannot hold a bulkhead or gate permit forever.
+func upstreamTransport(timeout time.Duration) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
+	t.ResponseHeaderTimeout = timeout
 	return t
 }
 
@@ -156,7 +238,15 @@ func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 			strconv.FormatInt(secs, 10)+"}\n"))
 		return
 	}
+	if res, ok := r.Context().Value(resultKey{}).(*enforce.Result); ok {
+		res.WriteHeaders(w.Header())
+	}
 	s.log.Warn("upstream", "err", err)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		w.WriteHeader(http.StatusGatewayTimeout) // no answer within upstream_timeout
+		return
+	}
 	w.WriteHeader(http.StatusBadGateway)
 }
 

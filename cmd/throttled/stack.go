@@ -33,6 +33,7 @@ type stack struct {
 	store         limiter.Store
 	ready         func(context.Context) error
 	enforcer      *enforce.Enforcer
+	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
 	mults         *pinned
 	tiers         *tierTable
 	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
@@ -104,13 +105,16 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	guard, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{
-		Deadline: s.cfg.Fallback.Deadline.D(), OpenTimeout: 500 * time.Millisecond}, bm)
+	guard, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{Deadline: s.cfg.Fallback.Deadline.D(),
+		ConsecutiveFailures: s.cfg.Fallback.ConsecutiveFailures, OpenTimeout: s.cfg.Fallback.OpenTimeout.D()}, bm)
 	if err != nil {
 		return err
 	}
-	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m}
-	if fs.Instances == 0 {
+	// A call slower than the decision's deadline runs on (up to the Redis
+	// timeout) rather than being cut, which would cost its connection.
+	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
+		CallTimeout: s.cfg.Redis.Timeout.D()}
+	if fs.Instances == 0 && s.cfg.enforces() {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
@@ -140,7 +144,7 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 		return nil
 	}
 	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix,
-		StaleAfter: s.cfg.Controller.StaleAfter.D(), Logger: s.log}, s.reg)
+		StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D(), Logger: s.log}, s.reg)
 	if err != nil {
 		return err
 	}
@@ -158,12 +162,12 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	top := instrument.NewTopK(20)
-	if err := s.reg.Register(top); err != nil {
+	s.top = instrument.NewTopK(20, 0, nil)
+	if err := s.reg.Register(s.top); err != nil {
 		return err
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
-		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: top,
+		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
 		UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
 	return err
 }

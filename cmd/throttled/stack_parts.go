@@ -43,7 +43,7 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
 	status.sub, _ = s.mults.src.(*coord.Subscriber)
 	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
-		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer},
+		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
 		Registerer: s.reg, Logger: s.log}
 	if err := s.startAdmin(ctx, as); err != nil {
 		return err

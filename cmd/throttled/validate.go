@@ -51,6 +51,9 @@ func (c *Config) validate() []fieldErr {
 			add("admin.tokens."+role, "empty token")
 		}
 	}
+	if d := c.UpstreamTimeout.D(); d < time.Millisecond || d > time.Hour {
+		add("upstream_timeout", "want 1ms..1h")
+	}
 	errs = append(errs, c.validateController()...)
 	if _, err := gradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})
@@ -71,11 +74,20 @@ func (c *Config) validateController() []fieldErr {
 	check(cc.Period.D() >= 100*time.Millisecond && cc.Period.D() <= time.Hour, "controller.period", "want 100ms..1h")
 	check(cc.ErrorRatioTarget > 0 && cc.ErrorRatioTarget < 1, "controller.error_ratio_target", "want a ratio in (0, 1)")
 	check(cc.SaturationTarget >= 0, "controller.saturation_target", "must not be negative")
-	check(cc.Headroom >= 0 && cc.Headroom < 1, "controller.headroom", "want [0, 1)")
+	check(cc.Headroom == nil || *cc.Headroom > 0 && *cc.Headroom < 1, "controller.headroom",
+		"want (0, 1): 0 would leave no band between healthy and overloaded (omit it for the default 0.1)")
+	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
+	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
+		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
+			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")
 	check(c.Fallback.Instances >= 0 && c.Fallback.Instances <= 10000, "fallback.instances", "want 0..10000")
 	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
+	check(c.Fallback.ConsecutiveFailures >= 1 && c.Fallback.ConsecutiveFailures <= 1000,
+		"fallback.consecutive_failures", "want 1..1000")
+	check(c.Fallback.OpenTimeout.D() >= time.Millisecond && c.Fallback.OpenTimeout.D() <= time.Hour,
+		"fallback.open_timeout", "want 1ms..1h")
 	check(c.Log.Level == "debug" || c.Log.Level == "info" || c.Log.Level == "warn" || c.Log.Level == "error",
 		"log.level", "want debug, info, warn or error")
 	for route, b := range c.RouteBulkheads {

@@ -17,6 +17,10 @@ const TierAdmissionRule = "tier_admission"
 // worth of requests at the upstream in one instant.
 const tierBurst = 0.1
 
+// tierKey is the key of a tier's admission bucket: "~" starts no rule name,
+// so no rule key collides.
+func tierKey(tier string) string { return "~tier:" + tier }
+
 // tierRule is the tier-wide bucket for a cap of rate requests per second.
 // It allows on store errors: the per-key rules and the concurrency limit
 // still protect the upstream.
@@ -37,8 +41,7 @@ func (e *Enforcer) admitTier(ctx context.Context, res *Result, tier string, done
 	if !(rate > 0) {
 		return
 	}
-	req := limiter.Request{Key: "~tier:" + tier, // "~" starts no rule name, so no rule key collides
-		Rule: tierRule(rate), Tier: tier}
+	req := limiter.Request{Key: tierKey(tier), Rule: tierRule(rate), Tier: tier}
 	d, err := e.store.Decide(ctx, req)
 	if err != nil {
 		res.Err = err

@@ -166,11 +166,17 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	return res
 }
 
+// multiplier is the tier's multiplier for the store. A source's 0 (or NaN,
+// or a negative value) sheds the most, as limiter.MinMultiplier: passed on
+// as 0 it would mean "no multiplier" (1) to the store and turn shedding off.
 func (e *Enforcer) multiplier(tier string) float64 {
 	if e.set.Multipliers == nil {
 		return 1
 	}
-	return e.set.Multipliers.Multiplier(tier)
+	if m := e.set.Multipliers.Multiplier(tier); m > 0 {
+		return m
+	}
+	return limiter.MinMultiplier
 }
 
 // decide asks the store; in ModeDelay a refused request waits in line for

@@ -21,7 +21,15 @@ const (
 	DefaultDeadline = 50 * time.Millisecond
 	// DefaultDenyRetryAfter is the Retry-After of a FallbackDeny refusal.
 	DefaultDenyRetryAfter = time.Second
+	// DefaultMaxDetached bounds the shared calls running on past their
+	// decision's deadline (see Settings.CallTimeout).
+	DefaultMaxDetached = 64
 )
+
+// ErrBusy is the error of a shared decision not tried because
+// Settings.MaxDetached calls are still running on past their deadline: the
+// shared store is that slow, and the request falls back.
+var ErrBusy = errors.New("fallback: too many slow shared calls in flight")
 
 // Guard runs calls to the shared store, typically a circuit breaker with a
 // per-call deadline; *bulkhead.Breaker satisfies it. Call may refuse without
@@ -65,6 +73,19 @@ type Settings struct {
 	// Errors, if set, counts each failed shared decision (an
 	// *instrument.Metrics does).
 	Errors ErrorCounter
+	// CallTimeout, when set, detaches shared calls from the decision's
+	// deadline: the decision still waits only until the deadline (the
+	// Guard's or Deadline) and then falls back, but the call runs on, up
+	// to CallTimeout, and so finishes and returns its connection to the
+	// pool. go-redis closes a connection whose read a deadline cuts, so
+	// without it a store slower than the deadline makes every decision
+	// reconnect. It must exceed the deadline. Zero means calls end at the
+	// deadline.
+	CallTimeout time.Duration
+	// MaxDetached bounds the calls running past their deadline at once;
+	// beyond it a decision falls back without calling (ErrBusy). Zero
+	// means DefaultMaxDetached. Used only with CallTimeout.
+	MaxDetached int
 }
 
 func (s Settings) normalize() (Settings, error) {
@@ -79,6 +100,14 @@ func (s Settings) normalize() (Settings, error) {
 		return s, fmt.Errorf("%w: Settings: set Instances or Counter, not both", ErrBadConfig)
 	case s.DenyRetryAfter < 0:
 		return s, fmt.Errorf("%w: Settings.DenyRetryAfter %v must not be negative", ErrBadConfig, s.DenyRetryAfter)
+	case s.CallTimeout < 0 || s.MaxDetached < 0:
+		return s, fmt.Errorf("%w: Settings.CallTimeout %v and MaxDetached %d must not be negative",
+			ErrBadConfig, s.CallTimeout, s.MaxDetached)
+	case s.CallTimeout > 0 && s.Guard == nil && s.Deadline >= s.CallTimeout:
+		return s, fmt.Errorf("%w: Settings.CallTimeout %v must exceed Deadline %v", ErrBadConfig, s.CallTimeout, s.Deadline)
+	}
+	if s.MaxDetached == 0 {
+		s.MaxDetached = DefaultMaxDetached
 	}
 	if s.Deadline == 0 {
 		s.Deadline = DefaultDeadline
@@ -119,10 +148,11 @@ func (s Settings) normalize() (Settings, error) {
 // the answer. When the shared store works again (for a breaker: once it
 // half-opens and a probe succeeds) shared decisions resume by themselves.
 type Store struct {
-	shared limiter.Store
-	s      Settings
-	active atomic.Bool
-	calls  sync.Pool // *sharedCall
+	shared   limiter.Store
+	s        Settings
+	active   atomic.Bool
+	calls    sync.Pool    // *sharedCall
+	detached atomic.Int64 // calls running on their own (CallTimeout)
 }
 
 // New returns a Store around shared. If reg is not nil it
@@ -222,8 +252,8 @@ func (f *Store) sharedDecide(ctx context.Context, req limiter.Request) (d limite
 	if f.s.Guard == nil {
 		cctx, cancel := context.WithTimeout(ctx, f.s.Deadline)
 		defer cancel()
-		d, err = f.shared.Decide(cctx, req)
-		return d, true, timeoutErr(cctx, err)
+		err = f.call(cctx, req, &d)
+		return d, true, err
 	}
 	c := f.calls.Get().(*sharedCall)
 	c.req = req
@@ -246,9 +276,44 @@ type sharedCall struct {
 
 func (c *sharedCall) decide(ctx context.Context) error {
 	c.ran = true
-	var err error
-	c.d, err = c.f.shared.Decide(ctx, c.req)
-	return timeoutErr(ctx, err)
+	return c.f.call(ctx, c.req, &c.d)
+}
+
+// call asks the shared store within ctx's deadline, into d. With
+// CallTimeout the store call runs detached (see Settings.CallTimeout).
+func (f *Store) call(ctx context.Context, req limiter.Request, d *limiter.Decision) error {
+	if f.s.CallTimeout == 0 {
+		var err error
+		*d, err = f.shared.Decide(ctx, req)
+		return timeoutErr(ctx, err)
+	}
+	if f.detached.Add(1) > int64(f.s.MaxDetached) {
+		f.detached.Add(-1)
+		return ErrBusy
+	}
+	done := make(chan detachedResult, 1) // the call never blocks on it, waited for or not
+	go f.runDetached(context.WithoutCancel(ctx), req, done)
+	select {
+	case r := <-done:
+		*d = r.d
+		return timeoutErr(ctx, r.err)
+	case <-ctx.Done():
+		return ctx.Err() // the call finishes on its own, and keeps its connection
+	}
+}
+
+type detachedResult struct {
+	d   limiter.Decision
+	err error
+}
+
+// runDetached makes one shared call bounded by CallTimeout alone.
+func (f *Store) runDetached(ctx context.Context, req limiter.Request, done chan<- detachedResult) {
+	defer f.detached.Add(-1)
+	ctx, cancel := context.WithTimeout(ctx, f.s.CallTimeout)
+	defer cancel()
+	d, err := f.shared.Decide(ctx, req)
+	done <- detachedResult{d, err}
 }
 
 // timeoutErr makes an error caused by ctx's end wrap ctx.Err(), whatever the

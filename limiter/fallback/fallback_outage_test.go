@@ -27,6 +27,10 @@ type fbLoad struct {
 	stop                 atomic.Bool
 	wg                   sync.WaitGroup
 
+	// per worker, the local policy's fallback decisions: admitted, refused,
+	// and the offsets of the first and last
+	localAllowed, localRefused, localFirst, localLast [fbWorkers]atomic.Int64
+
 	mu       sync.Mutex
 	failures []string
 }
@@ -51,14 +55,14 @@ func (l *fbLoad) start() {
 		go func() {
 			defer l.wg.Done()
 			for i := 0; i < 20_000 && !l.stop.Load(); i++ {
-				l.one(req)
+				l.one(w, req)
 				time.Sleep(time.Millisecond)
 			}
 		}()
 	}
 }
 
-func (l *fbLoad) one(req limiter.Request) {
+func (l *fbLoad) one(w int, req limiter.Request) {
 	start := int64(time.Since(l.begin))
 	d, err := l.f.Decide(context.Background(), req)
 	end := int64(time.Since(l.begin))
@@ -70,6 +74,9 @@ func (l *fbLoad) one(req limiter.Request) {
 		l.fail("%s: error %v", req.Rule.Fallback, err)
 	case d.Fallback:
 		l.inFall.Add(1)
+		if req.Rule.Fallback == limiter.FallbackLocal {
+			l.countLocal(w, d.Allowed, start)
+		}
 		if (req.Rule.Fallback == limiter.FallbackAllow && !d.Allowed) ||
 			(req.Rule.Fallback == limiter.FallbackDeny && (d.Reason != limiter.Shed || d.RetryAfter != time.Second)) {
 			l.fail("%s: fallback decision %+v breaks the policy", req.Rule.Fallback, d)
@@ -80,6 +87,36 @@ func (l *fbLoad) one(req limiter.Request) {
 		l.fail("shared decision %+v made %v into the outage", d, time.Duration(start-out))
 	case rec > 0 && start >= rec:
 		l.firstShared.CompareAndSwap(0, start)
+	}
+}
+
+func (l *fbLoad) countLocal(w int, allowed bool, at int64) {
+	if allowed {
+		l.localAllowed[w].Add(1)
+	} else {
+		l.localRefused[w].Add(1)
+	}
+	l.localFirst[w].CompareAndSwap(0, at)
+	l.localLast[w].Store(at)
+}
+
+// checkLocalShare: each client of the local policy was admitted no more
+// than its share of the rule (limit ÷ instances, in burst and rate) over the
+// time it was decided locally, and refused beyond it.
+func (l *fbLoad) checkLocalShare(t *testing.T, rule limiter.Rule, instances int) {
+	t.Helper()
+	share := (rule.Capacity() + int64(instances) - 1) / int64(instances) // burst and rate alike: the rule's burst is its limit
+	for w := range fbWorkers {
+		if w%3 != 0 {
+			continue
+		}
+		span := time.Duration(l.localLast[w].Load() - l.localFirst[w].Load())
+		most := share + int64(float64(share)*span.Seconds()/rule.Period.Seconds()) + 1
+		if got := l.localAllowed[w].Load(); got > most || l.localRefused[w].Load() == 0 {
+			t.Errorf("worker %d: the local fallback admitted %d and refused %d over %v, want at most %d admitted "+
+				"(its share: %d + %d/%v) and the rest refused", w, got, l.localRefused[w].Load(), span, most,
+				share, share, rule.Period)
+		}
 	}
 }
 
@@ -104,6 +141,7 @@ func (l *fbLoad) run(t *testing.T, outage, recovery func()) {
 	for _, f := range l.failures {
 		t.Error(f)
 	}
+	l.checkLocalShare(t, limiter.Rule{Name: "r", Limit: 200, Period: time.Second}, 2)
 	if l.sharedBefore.Load() == 0 || l.inFall.Load() == 0 {
 		t.Errorf("shared decisions before the outage: %d, fallback decisions: %d; want both > 0",
 			l.sharedBefore.Load(), l.inFall.Load())

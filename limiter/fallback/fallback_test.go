@@ -308,7 +308,8 @@ func TestFallbackLocalShareAcrossInstances(t *testing.T) {
 		got, decided.Load(), elapsed, bound, float64(n*burst)+float64(n*limit)*elapsed.Seconds())
 }
 
-// The guard adds no allocation to a shared decision; the local path (open
+// The guard adds no allocation to a shared decision; a detached call
+// (CallTimeout) adds its goroutine, channel and timer; the local path (open
 // breaker) costs one in-memory decision.
 func BenchmarkFallbackDecide(b *testing.B) {
 	r := testenv.StartRedis(b)
@@ -326,6 +327,9 @@ func BenchmarkFallbackDecide(b *testing.B) {
 	b.Run("redis", func(b *testing.B) { run(b, fbStore(c), false) })
 	b.Run("shared", func(b *testing.B) {
 		run(b, newFallback(b, fbStore(c), fallback.Settings{Guard: fbBreaker(b, "shared")}, nil), false)
+	})
+	b.Run("shared-detached", func(b *testing.B) {
+		run(b, newFallback(b, fbStore(c), fallback.Settings{Guard: fbBreaker(b, "detached"), CallTimeout: time.Second}, nil), false)
 	})
 	b.Run("local", func(b *testing.B) {
 		br, err := bulkhead.NewBreaker("local", bulkhead.BreakerSettings{ConsecutiveFailures: 1, OpenTimeout: time.Hour}, nil)

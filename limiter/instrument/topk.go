@@ -2,78 +2,92 @@ package instrument
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultTopK is the number of consumers NewTopK tracks when given k ≤ 0.
-const DefaultTopK = 20
+// Defaults of NewTopK.
+const (
+	// DefaultTopK is the number of consumers tracked when given k ≤ 0.
+	DefaultTopK = 20
+	// DefaultTopKWindow is the window when given one ≤ 0.
+	DefaultTopKWindow = time.Minute
+)
 
-// Count is one tracked key's estimate. The key's true total lies in
-// [Count-Error, Count].
+// Count is one tracked key's estimate over the window. The key's true
+// total lies in [Count-Error, Count].
 type Count struct {
 	Key   string
 	Count uint64 // estimate; never below the true total
 	Error uint64 // the most by which Count may exceed the true total
 }
 
-// TopK finds the keys with the most refusals in bounded memory, with the
-// space-saving algorithm (Metwally, Agrawal, El Abbadi, 2005). It keeps K
-// counters. A key already tracked adds to its counter; a new key takes the
-// smallest counter's place and inherits its count as its error. So, with N
-// the total added:
+// TopK finds the keys with the most refusals lately, in bounded memory. It
+// keeps two space-saving sketches (Metwally, Agrawal, El Abbadi, 2005) of K
+// counters each: the current window's and the previous one's. Every Window
+// the current becomes the previous and the oldest is forgotten, so a key
+// that stops being refused leaves within two windows. Top reports the last
+// one to two windows: the counts of both sketches summed. Within a sketch,
+// with N its total:
 //
 //   - every estimate is an overestimate by at most its Error ≤ N/K;
 //   - every key whose true total exceeds N/K is tracked;
 //   - the counts sum to N.
 //
-// Totals are since construction (or the last Reset).
-//
 // A *TopK is a prometheus.Collector exposing at most K series of the gauge
-// throttled_top_consumers{key}. Keys become label values: use keys that are
-// safe to show (an IP, a tier or a hashed API key, never a secret).
+// throttled_top_consumers{key}, where key is a fingerprint of the client key
+// (see Fingerprint): IPs, JWT subjects and API keys never become label
+// values. The keys themselves are for the admin API (Top).
 //
-// TopK is safe for concurrent use.
+// TopK is safe for concurrent use; mu guards everything below it.
 type TopK struct {
-	desc *prometheus.Desc
+	desc   *prometheus.Desc
+	k      int
+	window time.Duration
+	now    func() time.Time
 
-	mu    sync.Mutex
-	k     int
-	index map[string]*topCounter
-	heap  []*topCounter // min-heap by count
-	total uint64
+	mu        sync.Mutex
+	end       time.Time // the current window ends here; zero before the first Add
+	cur, prev sketch
 }
 
-type topCounter struct {
-	key        string
-	count, err uint64
-	pos        int // index in heap
-}
-
-// NewTopK returns a TopK tracking k keys (k ≤ 0 means DefaultTopK). Register
-// it on a prometheus.Registerer to export it.
-func NewTopK(k int) *TopK {
+// NewTopK returns a TopK tracking k keys per window (k ≤ 0 means
+// DefaultTopK) over windows of window (≤ 0 means DefaultTopKWindow) on
+// clock now (nil means time.Now). Register it on a prometheus.Registerer to
+// export it.
+func NewTopK(k int, window time.Duration, now func() time.Time) *TopK {
 	if k <= 0 {
 		k = DefaultTopK
 	}
+	if window <= 0 {
+		window = DefaultTopKWindow
+	}
+	if now == nil {
+		now = time.Now
+	}
 	return &TopK{
 		desc: prometheus.NewDesc("throttled_top_consumers",
-			"Estimated refused requests of the keys refused most (space-saving top-K: "+
-				"an overestimate by at most total refusals / K).",
+			"Estimated refused requests over the last one to two windows of the clients refused most, "+
+				"by fingerprint of the client key (space-saving top-K: an overestimate by at most refusals / K).",
 			[]string{"key"}, nil),
-		k:     k,
-		index: make(map[string]*topCounter, k),
-		heap:  make([]*topCounter, 0, k),
+		k: k, window: window, now: now,
+		cur: newSketch(k), prev: newSketch(k),
 	}
 }
 
-// K returns the number of counters.
+// K returns the number of counters per window.
 func (t *TopK) K() int { return t.k }
 
-// Add counts n more for key. It does not allocate for a key already
+// Window returns the window length.
+func (t *TopK) Window() time.Duration { return t.window }
+
+// Add counts n more for key now. It does not allocate for a key already
 // tracked.
 func (t *TopK) Add(key string, n uint64) {
 	if n == 0 {
@@ -81,117 +95,107 @@ func (t *TopK) Add(key string, n uint64) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.total += n
-	if c := t.index[key]; c != nil {
-		c.count += n
-		t.down(c.pos)
-		return
-	}
-	if len(t.heap) < t.k {
-		c := &topCounter{key: key, count: n, pos: len(t.heap)}
-		t.heap = append(t.heap, c)
-		t.index[key] = c
-		t.up(c.pos)
-		return
-	}
-	c := t.heap[0] // the smallest: replace it
-	delete(t.index, c.key)
-	c.key, c.err, c.count = key, c.count, c.count+n
-	t.index[key] = c
-	t.down(0)
+	t.rotate(t.now())
+	t.cur.add(key, n)
 }
 
-// Total returns the sum of everything added (N).
+// rotate moves to the window of now: one window on, the current sketch
+// becomes the previous; further, both are forgotten. Called with mu held.
+func (t *TopK) rotate(now time.Time) {
+	if t.end.IsZero() {
+		t.end = now.Add(t.window)
+		return
+	}
+	if now.Before(t.end) {
+		return
+	}
+	if now.Before(t.end.Add(t.window)) {
+		t.prev, t.cur = t.cur, t.prev
+	} else {
+		t.prev.reset()
+	}
+	t.cur.reset()
+	t.end = t.end.Add(now.Sub(t.end) / t.window * t.window).Add(t.window)
+}
+
+// Total returns the refusals counted over the windows Top reports.
 func (t *TopK) Total() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.total
+	t.rotate(t.now())
+	return t.cur.total + t.prev.total
 }
 
-// Top returns the tracked keys, highest count first (ties by key).
+// Top returns at most K keys of the last one to two windows, highest count
+// first (ties by key). A key tracked in one sketch only may have been
+// refused in the other up to that sketch's least count, which its Error
+// then includes.
 func (t *TopK) Top() []Count {
 	t.mu.Lock()
-	out := make([]Count, len(t.heap))
-	for i, c := range t.heap {
-		out[i] = Count{Key: c.key, Count: c.count, Error: c.err}
+	t.rotate(t.now())
+	merged := make(map[string]Count, 2*t.k)
+	for _, s := range []*sketch{&t.cur, &t.prev} {
+		for _, c := range s.heap {
+			m := merged[c.key]
+			m.Key, m.Count, m.Error = c.key, m.Count+c.count, m.Error+c.err
+			merged[c.key] = m
+		}
+	}
+	for key, m := range merged { // untracked in a full sketch: up to its least count there
+		for _, s := range []*sketch{&t.cur, &t.prev} {
+			if s.index[key] == nil && len(s.heap) == t.k {
+				m.Count += s.heap[0].count
+				m.Error += s.heap[0].count
+			}
+		}
+		merged[key] = m
 	}
 	t.mu.Unlock()
+	out := make([]Count, 0, len(merged))
+	for _, m := range merged {
+		out = append(out, m)
+	}
 	slices.SortFunc(out, func(a, b Count) int {
 		if c := cmp.Compare(b.Count, a.Count); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
-	return out
+	return out[:min(len(out), t.k)]
 }
 
-// Reset forgets every key, e.g. to report per window rather than since start.
+// Reset forgets every key.
 func (t *TopK) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	clear(t.index)
-	clear(t.heap)
-	t.heap = t.heap[:0]
-	t.total = 0
+	t.cur.reset()
+	t.prev.reset()
+}
+
+// Fingerprint is the metric label of a client key: its kind (the part
+// before the first ':', e.g. "ip", "sub", "key") and the first 12 hex digits
+// of the SHA-256 of the whole key, e.g. "ip:3f1a2b4c5d6e". The admin API
+// shows key and fingerprint side by side.
+func Fingerprint(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	kind, _, ok := strings.Cut(key, ":")
+	if !ok || len(kind) > 16 {
+		kind = "key"
+	}
+	return strings.ToValidUTF8(kind, "?") + ":" + hex.EncodeToString(sum[:6])
 }
 
 // Describe implements prometheus.Collector.
 func (t *TopK) Describe(ch chan<- *prometheus.Desc) { ch <- t.desc }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector: at most K series, labelled by
+// fingerprint.
 func (t *TopK) Collect(ch chan<- prometheus.Metric) {
-	top := t.Top()
-	seen := make(map[string]struct{}, len(top))
-	for _, c := range top {
-		// Label values must be UTF-8; two keys that differ only in invalid
-		// bytes would then clash, and the higher count is kept.
-		key := strings.ToValidUTF8(c.Key, "\uFFFD")
-		if _, dup := seen[key]; dup {
-			continue
-		}
-		seen[key] = struct{}{}
-		m, err := prometheus.NewConstMetric(t.desc, prometheus.GaugeValue, float64(c.Count), key)
+	for _, c := range t.Top() {
+		m, err := prometheus.NewConstMetric(t.desc, prometheus.GaugeValue, float64(c.Count), Fingerprint(c.Key))
 		if err != nil {
 			m = prometheus.NewInvalidMetric(t.desc, err)
 		}
 		ch <- m
-	}
-}
-
-func (t *TopK) less(i, j int) bool { return t.heap[i].count < t.heap[j].count }
-
-func (t *TopK) swap(i, j int) {
-	h := t.heap
-	h[i], h[j] = h[j], h[i]
-	h[i].pos, h[j].pos = i, j
-}
-
-func (t *TopK) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !t.less(i, p) {
-			return
-		}
-		t.swap(i, p)
-		i = p
-	}
-}
-
-func (t *TopK) down(i int) {
-	n := len(t.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && t.less(r, l) {
-			m = r
-		}
-		if !t.less(m, i) {
-			return
-		}
-		t.swap(i, m)
-		i = m
 	}
 }

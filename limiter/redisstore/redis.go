@@ -79,6 +79,11 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if alg == limiter.SlidingWindowLog { // the units admitted, in the same slot
 		keys = append(keys, keys[0]+":a")
 	}
+	if req.Peek {
+		if d, ok, err := r.peekAbsent(ctx, req, keys[0]); ok || err != nil {
+			return d, err
+		}
+	}
 	res, err := scripts[alg].Run(ctx, r.c, keys,
 		now, req.Rule.Limit, int64(req.Rule.Period/time.Microsecond),
 		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]).Result()

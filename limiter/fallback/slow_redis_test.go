@@ -1,0 +1,97 @@
+package fallback_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/fallback"
+	"github.com/throttledhq/throttled/limiter/redisstore"
+)
+
+// totalConnections is the connections Redis has accepted since it started.
+func totalConnections(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "total_connections_received:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no total_connections_received in INFO stats:\n%s", info)
+	return 0
+}
+
+// TestSlowRedisKeepsConnections: while Redis answers slower than the
+// decision deadline (paused for 300 ms, three times), decisions fall back at
+// their deadline, and the calls that missed it finish on their own and keep
+// their pooled connections: Redis accepts (almost) no new connection, where
+// cutting each late call would have cost one per decision.
+func TestSlowRedisKeepsConnections(t *testing.T) {
+	const workers, rounds = 4, 3
+	r := testenv.StartRedis(t)
+	admin := r.Client()
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: true,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2 * workers})
+	defer c.Close()
+	f, err := fallback.New(redisstore.New(c, limiter.WithPrefix("slow:")),
+		fallback.Settings{Deadline: 50 * time.Millisecond, CallTimeout: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := limiter.Rule{Name: "r", Limit: 1_000_000, Period: time.Second, Fallback: limiter.FallbackAllow}
+	decide := func() (fell int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				d, err := f.Decide(context.Background(), limiter.Request{Key: "k" + strconv.Itoa(w), Rule: rule})
+				if err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if d.Fallback {
+					fell++
+				}
+			})
+		}
+		wg.Wait()
+		return fell
+	}
+	if fell := decide(); fell != 0 { // warm the pool
+		t.Fatalf("%d decisions fell back on a healthy Redis", fell)
+	}
+	before := totalConnections(t, admin)
+	for round := range rounds {
+		if err := admin.Do(context.Background(), "CLIENT", "PAUSE", "300", "ALL").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if fell := decide(); fell != workers {
+			t.Fatalf("round %d: %d of %d decisions fell back while Redis was paused", round, fell, workers)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for decide() != 0 { // until Redis answers in time again
+			if time.Now().After(deadline) {
+				t.Fatal("Redis did not answer in time 10s after its pause")
+			}
+		}
+	}
+	if n := totalConnections(t, admin) - before; n > workers {
+		t.Fatalf("Redis accepted %d new connections over %d slow rounds of %d decisions, want at most %d (a warm pool)",
+			n, rounds, workers, workers)
+	}
+}
