@@ -22,6 +22,7 @@ type demoFlags struct {
 	adminListen   string
 	plain         bool
 	backend       overload.BackendSettings // zero: the default backend (tests scale it down)
+	target        time.Duration            // zero: demoTarget (tests on a loaded machine loosen it)
 }
 
 // demo runs the `surge` overload scenario live: a backend of limited
@@ -69,7 +70,11 @@ func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, er
 	parts := overloadParts{redisURL: f.redisURL, prometheusURL: f.prometheusURL, adminListen: f.adminListen}
 	fmt.Fprintf(w, "throttled demo: backend capacity %.0f req/s; premium %.0f req/s, free surging from %.0f to %.0f req/s in the middle third; %v\n",
 		bs.Capacity(), sc.Capacity*0.5, sc.Capacity*0.25, sc.Capacity*2.5, f.duration)
-	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: demoTarget,
+	target := demoTarget
+	if f.target > 0 {
+		target = f.target
+	}
+	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: target,
 		Mode: overload.Controller, Backend: bs, OnRow: view.row,
 		Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
 			st, err := startOverloadStack(ctx, spec, parts)

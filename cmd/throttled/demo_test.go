@@ -16,6 +16,11 @@ import (
 // under -race beside them.
 var smallBackend = overload.BackendSettings{Workers: 2, ServiceTime: 40 * time.Millisecond}
 
+// looseTarget is the latency target of the tests' runs: generous, so that
+// a CPU starved by other tests under -race is not read as an overload of
+// the backend. The control is the same; the figures are the benchmark's.
+const looseTarget = time.Second
+
 // TestDemo runs the demo briefly on embedded defaults: a table per second,
 // free shed (503) during the surge, the greedy key's 429s, and the summary
 // that ends with the bench's headline.
@@ -50,7 +55,7 @@ func TestSurgeKeepsPremiumWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := overload.Run(context.Background(), sc, overload.RunSettings{Duration: 12 * time.Second,
-		Target: 250 * time.Millisecond, Mode: overload.Controller, Backend: bs, Timeout: 30 * time.Second,
+		Target: looseTarget, Mode: overload.Controller, Backend: bs, Timeout: 30 * time.Second,
 		Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
 			return startOverloadStack(ctx, spec, overloadParts{})
 		}})
@@ -78,7 +83,7 @@ func TestDemoOnRealParts(t *testing.T) {
 	prom := testenv.StartPrometheus(t, admin)
 	var out bytes.Buffer
 	f := demoFlags{duration: 15 * time.Second, plain: true, adminListen: admin, redisURL: r.URL(), prometheusURL: prom.URL(),
-		backend: smallBackend}
+		backend: smallBackend, target: looseTarget}
 	rep, err := runDemo(context.Background(), f, &out)
 	if err != nil {
 		t.Fatal(err)
