@@ -29,7 +29,8 @@ func tierRule(rate float64) limiter.Rule {
 // admitTier applies the tier's rate cap, when the controller set one, to a
 // request every rule admitted: one bucket per tier, shared by all
 // instances. A refusal is Shed (503) and gives back what the rules took.
-func (e *Enforcer) admitTier(ctx context.Context, res *Result, tier string, done []applied) {
+func (ps *pass) admitTier(ctx context.Context, tier string) {
+	e := ps.e
 	if e.set.Rates == nil {
 		return
 	}
@@ -41,15 +42,15 @@ func (e *Enforcer) admitTier(ctx context.Context, res *Result, tier string, done
 		Rule: tierRule(rate), Tier: tier}
 	d, err := e.store.Decide(ctx, req)
 	if err != nil {
-		res.Err = err
+		ps.res.Err = err
 		return
 	}
 	if d.Allowed {
 		return
 	}
 	d.Reason = limiter.Shed
-	e.refund(ctx, done)
+	ps.giveBack(ctx)
 	cr := compiledRule{Rule: Rule{Name: TierAdmissionRule}}
-	res.refuse(&cr, req.Rule, d)
-	res.Limited = true
+	ps.res.refuse(&cr, req.Rule, d)
+	ps.res.Limited = true
 }

@@ -114,6 +114,17 @@ func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (str
 	return bounded(b.String(), r.Name), true
 }
 
+// keyOf is the bucket key of one key value: the key that key makes for a
+// rule whose key sources give value ("a|b" for two).
+func (r *compiledRule) keyOf(t *Tier, value string) string {
+	var b strings.Builder
+	b.Grow(len(r.Name) + len(t.Name) + len(value) + 2)
+	r.keyPrefix(&b, t)
+	b.WriteByte('|')
+	b.WriteString(value)
+	return bounded(b.String(), r.Name)
+}
+
 func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
 	b.WriteString(r.Name)
 	if r.own == nil {

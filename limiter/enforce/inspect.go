@@ -2,7 +2,6 @@ package enforce
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -34,11 +33,7 @@ func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, e
 			continue
 		}
 		r := cr.rule(tier)
-		var b strings.Builder
-		cr.keyPrefix(&b, tier)
-		b.WriteByte('|')
-		b.WriteString(client)
-		d, err := e.store.Decide(ctx, limiter.Request{Key: bounded(b.String(), cr.Name), Rule: r, Peek: true, Tier: tier.Name,
+		d, err := e.store.Decide(ctx, limiter.Request{Key: cr.keyOf(tier, client), Rule: r, Peek: true, Tier: tier.Name,
 			Multiplier: e.multiplier(tier.Name)})
 		if err != nil {
 			return out, err
