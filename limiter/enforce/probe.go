@@ -70,6 +70,17 @@ type readyBody struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// Probe is the readiness rule of ReadyHandler for other health protocols
+// (the gRPC health service): nil when ready returns nil within timeout (0
+// means DefaultReadyTimeout), else why not. A ready func that ignores its
+// context is given up on at the timeout.
+func Probe(ctx context.Context, ready func(context.Context) error, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	return checkReady(ctx, ready, timeout)
+}
+
 // checkReady runs ready under timeout, and gives up at the timeout even if
 // ready does not return.
 func checkReady(ctx context.Context, ready func(context.Context) error, timeout time.Duration) error {

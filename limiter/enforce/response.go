@@ -84,11 +84,15 @@ type Refusal struct {
 
 // Body is the JSON body for a refused request.
 func (res *Result) Body() []byte {
-	msg := "too many requests"
-	if res.Status == http.StatusServiceUnavailable {
-		msg = "service overloaded, retry later"
-	}
-	b, _ := json.Marshal(Refusal{Error: msg, Reason: res.Decision.Reason.String(),
+	b, _ := json.Marshal(Refusal{Error: refusalMessage(res.Status), Reason: res.Decision.Reason.String(),
 		RetryAfterSeconds: res.RetryAfter, Tier: res.Tier, Rule: res.Rule})
 	return append(b, '\n')
+}
+
+// refusalMessage is the error message of a refusal with status.
+func refusalMessage(status int) string {
+	if status == http.StatusServiceUnavailable {
+		return "service overloaded, retry later"
+	}
+	return "too many requests"
 }
