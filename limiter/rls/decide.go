@@ -174,13 +174,14 @@ func perUnit(limit int64, period time.Duration) (uint32, rlsv3.RateLimitResponse
 	return uint32(min(max(n, 1), math.MaxUint32)), u.unit
 }
 
-// headerNames are the headers an answer may carry, lower case as HTTP/2
-// sends them, in the order sent.
-var headerNames = func() []string {
-	names := []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset, enforce.HeaderPolicy,
-		enforce.HeaderRateLimit, enforce.HeaderRetryAfter, enforce.HeaderDecision}
-	for i := range names {
-		names[i] = strings.ToLower(names[i])
+// headerNames are the headers an answer may carry, in the order sent:
+// canonical (as http.Header keys them) and lower case (as HTTP/2 sends
+// them).
+var headerNames = func() [][2]string {
+	var names [][2]string
+	for _, n := range []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset, enforce.HeaderPolicy,
+		enforce.HeaderRateLimit, enforce.HeaderRetryAfter, enforce.HeaderDecision} {
+		names = append(names, [2]string{http.CanonicalHeaderKey(n), strings.ToLower(n)})
 	}
 	return names
 }()
@@ -194,9 +195,9 @@ func headersOf(res *enforce.Result) []*corev3.HeaderValue {
 		h.Set(enforce.HeaderDecision, res.Reason().String())
 	}
 	out := make([]*corev3.HeaderValue, 0, len(headerNames))
-	for _, name := range headerNames {
-		if v := h.Get(name); v != "" {
-			out = append(out, &corev3.HeaderValue{Key: name, Value: v})
+	for _, n := range headerNames {
+		if v := h[n[0]]; len(v) > 0 {
+			out = append(out, &corev3.HeaderValue{Key: n[1], Value: v[0]})
 		}
 	}
 	return out
