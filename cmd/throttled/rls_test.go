@@ -72,6 +72,14 @@ func TestServeRateLimitService(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("X-Throttled-Decision") != "over_quota" || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("check over the limit: %d %v %s", resp.StatusCode, resp.Header, got)
 	}
+	_, metrics := call(t, "GET", admin+"/metrics", "")
+	for _, want := range []string{`throttled_decisions_total{decision="allowed",rule="per-key",tier="free"} 2`,
+		`throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 1`,
+		`throttled_rls_requests_total{code="OK"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
