@@ -62,6 +62,7 @@
 //	limiter/identity    who sent a request: API key, verified JWT, client IP
 //	limiter/enforce     HTTP rules → decisions → responses (net/http), probes
 //	limiter/echolimit   the Echo adapter of enforce
+//	limiter/rls         Envoy's rate limit service (gRPC) over enforce
 //	limiter/instrument  Prometheus metrics of decisions, top refused clients
 //	limiter/retry       the client side: a RoundTripper honouring Retry-After
 //	limiter/multiplier  the contract with the controller: multiplier.Set, Source

@@ -46,6 +46,11 @@ type Config struct {
 	DefaultTier     string              `yaml:"default_tier"`
 	AnonymousTier   string              `yaml:"anonymous_tier"`
 	Assignments     map[string]string   `yaml:"assignments"` // client key → tier
+
+	// RLS is Envoy's rate limit service (gRPC), off unless rls.listen is set.
+	RLS RLSConfig `yaml:"rls"`
+	// Check is POST /v1/check on the admin listener, off unless check.enabled.
+	Check CheckConfig `yaml:"check"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →

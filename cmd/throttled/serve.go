@@ -116,26 +116,38 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, started chan<-
 	drainCtx, drainCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer drainCancel()
 	for _, srv := range servers {
-		_ = srv.http.Shutdown(drainCtx)
+		_ = srv.shutdown(drainCtx)
 	}
 	cancel() // controller releases its lease, heartbeat leaves
 	wg.Wait()
 	return err
 }
 
-type server struct {
+// server is one listener's server: HTTP, or the gRPC rate limit service
+// (rls.go).
+type server interface {
+	serve() error
+	shutdown(ctx context.Context) error // graceful until ctx ends
+	close() error                       // its listener, when another failed to bind
+}
+
+type httpServer struct {
 	http *http.Server
 	ln   net.Listener
 }
 
-func (s server) serve() error {
+func (s httpServer) serve() error {
 	if err := s.http.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-// listen binds the admin listener and, with an upstream, the proxy.
+func (s httpServer) shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+func (s httpServer) close() error                       { return s.ln.Close() }
+
+// listen binds the admin listener, with an upstream the proxy, and with
+// rls.listen the rate limit service.
 func (s *stack) listen() ([]server, map[string]string, error) {
 	addrs := map[string]string{}
 	var out []server
@@ -145,23 +157,30 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		addrs[name] = ln.Addr().String()
-		out = append(out, server{ln: ln, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}})
+		out = append(out, httpServer{ln: ln, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}})
 		return nil
 	}
 	if err := bind("admin", s.cfg.Admin.Listen, s.adminMux()); err != nil {
 		return nil, nil, err
 	}
+	var err error
 	if s.cfg.Upstream != "" {
-		u, err := url.Parse(s.cfg.Upstream)
-		if err == nil {
+		var u *url.URL
+		if u, err = url.Parse(s.cfg.Upstream); err == nil {
 			err = bind("proxy", s.cfg.Listen, s.proxyHandler(u))
 		}
-		if err != nil {
-			for _, srv := range out {
-				srv.ln.Close()
-			}
-			return nil, nil, err
+	}
+	if err == nil {
+		var g server
+		if g, err = s.bindRLS(addrs); g != nil {
+			out = append(out, g)
 		}
+	}
+	if err != nil {
+		for _, srv := range out {
+			_ = srv.close()
+		}
+		return nil, nil, err
 	}
 	return out, addrs, nil
 }
@@ -171,6 +190,9 @@ func (s *stack) adminMux() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.Handle("/healthz", enforce.HealthHandler())
 	mux.Handle("/readyz", enforce.ReadyHandler(s.ready, 0))
+	if s.cfg.Check.Enabled {
+		mux.Handle("/v1/check", s.checkHandler())
+	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if srv := s.admin.Load(); srv != nil {
 			srv.ServeHTTP(w, r)

@@ -21,6 +21,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/limiter/rls"
 )
 
 // stack is every part of a running throttled, wired. serve and demo build
@@ -46,6 +47,7 @@ type stack struct {
 	breakerRoutes enforce.Routes                // upstream_breaker.routes
 	breakers      *bulkhead.BreakerSet          // per upstream route; nil: none
 	gate          *bulkhead.Gate                // the inner loop's limit on requests in flight upstream; nil: none
+	rls           *rls.Server                   // Envoy's rate limit service; nil: off
 	runners       []func(context.Context) error
 	tierList      atomic.Pointer[[]string]
 }
@@ -54,7 +56,7 @@ func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, err
 	s := &stack{cfg: cfg, log: log, reg: prometheus.NewRegistry(), tiers: &tierTable{}}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	steps := []func(context.Context) error{s.buildStore, s.buildMultipliers, s.buildEnforcer,
-		s.buildAdmin, s.buildController, s.buildProxyParts}
+		s.buildAdmin, s.buildController, s.buildProxyParts, s.buildRLS}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			s.close()

@@ -3,6 +3,7 @@ package enforce
 import (
 	"context"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -33,7 +34,8 @@ func tierRule(rate float64) limiter.Rule {
 // admitTier applies the tier's rate cap, when the controller set one, to a
 // request every rule admitted: one bucket per tier, shared by all
 // instances. A refusal is Shed (503) and gives back what the rules took.
-func (e *Enforcer) admitTier(ctx context.Context, res *Result, tier string, done []applied) {
+func (ps *pass) admitTier(ctx context.Context, tier string) {
+	e := ps.e
 	if e.set.Rates == nil {
 		return
 	}
@@ -44,15 +46,50 @@ func (e *Enforcer) admitTier(ctx context.Context, res *Result, tier string, done
 	req := limiter.Request{Key: tierKey(tier), Rule: tierRule(rate), Tier: tier}
 	d, err := e.store.Decide(ctx, req)
 	if err != nil {
-		res.Err = err
+		ps.res.Err = err
 		return
 	}
 	if d.Allowed {
 		return
 	}
 	d.Reason = limiter.Shed
-	e.refund(ctx, done)
+	ps.giveBack(ctx)
 	cr := compiledRule{Rule: Rule{Name: TierAdmissionRule}}
-	res.refuse(&cr, req.Rule, d)
-	res.Limited = true
+	ps.res.refuse(&cr, req.Rule, d)
+	ps.res.Limited = true
+}
+
+// Refund gives back what Check took for r when res admitted it, for a
+// request refused after the check (a full bulkhead, the concurrency gate):
+// the cost of every enforcing rule that applied, and the tier's admission
+// token when the tier is capped. It recomputes the keys from r with the
+// current policy, so a policy swapped in between refunds what the new one
+// would have taken. Shadow rules are left alone: they never refuse, and
+// what they counted only feeds the shadow log. Refunds outlive ctx's
+// cancellation, as they must reach the store.
+func (e *Enforcer) Refund(ctx context.Context, r *http.Request, res *Result) {
+	if !res.Allowed || !res.Limited {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	p := e.policy.Load()
+	id := e.set.Identifier.Identify(r)
+	tier := p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
+	m := e.multiplier(tier.Name)
+	for i := range p.rules {
+		cr := &p.rules[i]
+		if cr.Mode == ModeShadow || !cr.matches(r.Method, r.URL.Path) {
+			continue
+		}
+		if key, ok := cr.key(&id, r, tier); ok {
+			_, _ = e.store.Decide(ctx, limiter.Request{Key: key, Rule: cr.rule(tier), Cost: cr.Cost, Multiplier: m,
+				Tier: tier.Name, Refund: true})
+		}
+	}
+	if e.set.Rates == nil {
+		return
+	}
+	if rate := e.set.Rates.Rate(tier.Name); rate > 0 {
+		_, _ = e.store.Decide(ctx, limiter.Request{Key: tierKey(tier.Name), Rule: tierRule(rate), Tier: tier.Name, Refund: true})
+	}
 }

@@ -125,6 +125,18 @@ func appendPart(b *strings.Builder, v string) {
 	b.WriteString(v)
 }
 
+// keyOf is the bucket key for key-source values parts, the key the
+// middleware makes for a rule whose sources give those values; no parts is
+// one bucket for the whole rule.
+func (r *compiledRule) keyOf(t *Tier, parts ...string) string {
+	var b strings.Builder
+	r.keyPrefix(&b, t)
+	for _, p := range parts {
+		appendPart(&b, p)
+	}
+	return bounded(b.String(), r.Name)
+}
+
 // keyPrefix writes "<rule>[|<tier>]". Rule and tier names are validated
 // ([A-Za-z0-9_.-]), so they need no length.
 func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {

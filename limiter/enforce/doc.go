@@ -31,5 +31,11 @@
 // TokenBucket, GCRA and LeakyBucket refunds are exact. The tests in
 // multirule_test.go pin these bounds.
 //
-// HealthHandler and ReadyHandler answer /healthz and /readyz.
+// CheckKeys is the same decision without an HTTP request, for gateways
+// that ask throttled: each Query names a rule, a key, optionally a tier,
+// and a cost. CheckHandler serves it as POST /v1/check; the gRPC rate limit
+// service for Envoy (limiter/rls) calls it too.
+//
+// HealthHandler and ReadyHandler answer /healthz and /readyz; Probe is
+// their readiness rule for other health protocols.
 package enforce

@@ -104,19 +104,14 @@ type Result struct {
 	at         time.Time
 }
 
-// applied is one rule that admitted, kept to refund it if a later rule refuses.
-type applied struct{ req limiter.Request }
-
 // Check decides for r against every matching rule, in order. A refusal by
 // one rule gives back what earlier rules took.
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	p := e.policy.Load()
-	res := Result{Allowed: true}
+	ps := pass{e: e, res: Result{Allowed: true}}
 	var id *identity.Client
 	var tier *Tier
 	var m float64
-	var taken [8]applied
-	done := taken[:0]
 	for i := range p.rules {
 		cr := &p.rules[i]
 		if !cr.matches(r.Method, r.URL.Path) {
@@ -127,43 +122,18 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 			id = &ident
 			tier = p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
-			res.Tier, res.Priority = tier.Name, tier.Priority
+			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
 		}
 		key, ok := cr.key(id, r, tier)
 		if !ok {
 			continue
 		}
 		req := limiter.Request{Key: key, Rule: cr.rule(tier), Cost: cr.Cost, Multiplier: m, Tier: tier.Name}
-		d, err := e.decide(ctx, cr, req)
-		if err != nil {
-			res.Err = err
-			continue
-		}
-		res.note(cr, req.Rule, d)
-		if d.Allowed {
-			done = append(done, applied{req})
-			continue
-		}
-		if cr.Mode == ModeShadow {
-			res.Shadowed = true
-			continue
-		}
-		e.refund(ctx, done)
-		res.refuse(cr, req.Rule, d)
-		e.countRefusal(id)
-		break
-	}
-	if res.Allowed && tier != nil {
-		e.admitTier(ctx, &res, tier.Name, done)
-	}
-	if res.Limited {
-		res.at = e.set.Now()
-		if !res.Allowed {
-			res.RetryAfter = e.retryAfter(&res)
+		if _, more, _ := ps.ask(ctx, cr, req, id); !more {
+			break
 		}
 	}
-	trace(ctx, &res)
-	return res
+	return ps.finish(ctx, tier)
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,
@@ -189,20 +159,13 @@ func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Req
 	return e.delay(ctx, cr, req, d)
 }
 
-func (e *Enforcer) refund(ctx context.Context, done []applied) {
-	for i := len(done) - 1; i >= 0; i-- {
-		req := done[i].req
-		req.Refund = true
-		_, _ = e.store.Decide(context.WithoutCancel(ctx), req)
-	}
-}
-
 // countRefusal counts a refused client for the top consumers. API keys are
 // secrets and metric labels are not: an API key is counted by a short
-// SHA-256 fingerprint, a JWT subject or an IP as itself.
+// SHA-256 fingerprint, a JWT subject or an IP as itself. A nil id (a
+// check for a whole rule) is not counted.
 func (e *Enforcer) countRefusal(id *identity.Client) {
 	switch {
-	case e.set.Refusals == nil:
+	case e.set.Refusals == nil || id == nil:
 	case id.APIKey != "":
 		sum := sha256.Sum256([]byte(id.APIKey))
 		e.set.Refusals.Add("key:"+hex.EncodeToString(sum[:6]), 1)

@@ -1,10 +1,14 @@
 package enforce
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Header names.
@@ -84,11 +88,32 @@ type Refusal struct {
 
 // Body is the JSON body for a refused request.
 func (res *Result) Body() []byte {
-	msg := "too many requests"
-	if res.Status == http.StatusServiceUnavailable {
-		msg = "service overloaded, retry later"
-	}
-	b, _ := json.Marshal(Refusal{Error: msg, Reason: res.Decision.Reason.String(),
+	b, _ := json.Marshal(Refusal{Error: refusalMessage(res.Status), Reason: res.Decision.Reason.String(),
 		RetryAfterSeconds: res.RetryAfter, Tier: res.Tier, Rule: res.Rule})
 	return append(b, '\n')
+}
+
+// refusalMessage is the error message of a refusal with status.
+func refusalMessage(status int) string {
+	if status == http.StatusServiceUnavailable {
+		return "service overloaded, retry later"
+	}
+	return "too many requests"
+}
+
+// trace adds the decision to the request's span. Without a configured
+// tracer provider the span is a no-op that does not record, and this costs
+// one context lookup.
+func trace(ctx context.Context, res *Result) {
+	span := oteltrace.SpanFromContext(ctx)
+	if !res.Limited || !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(
+		attribute.String("throttled.tier", res.Tier),
+		attribute.String("throttled.rule", res.Rule),
+		attribute.String("throttled.decision", res.Decision.Label()),
+		attribute.Int64("throttled.remaining", res.Decision.Remaining),
+		attribute.Bool("throttled.shadowed", res.Shadowed),
+	)
 }

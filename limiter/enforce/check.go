@@ -1,0 +1,307 @@
+package enforce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/identity"
+)
+
+// Query asks for one rule's decision for a key, without an HTTP request:
+// the checks of a gateway that asks throttled (Envoy's rate limit service,
+// POST /v1/check). The caller chose the rule and gives the key, so the
+// rule's match (methods, path) and key sources do not apply; its quota
+// (its own or the tier's), cost, mode and fallback do.
+type Query struct {
+	Rule string `json:"rule"` // a rule of the policy, by name
+	// Key is the client key: the bucket is the one the middleware uses for
+	// a rule keyed by one source with that value, so both share it. "" is
+	// one bucket for the whole rule (unless Parts are given).
+	Key string `json:"key"`
+	// Parts, when given, are the values of a rule keyed by several
+	// sources, in order (the middleware's bucket for those values); Key
+	// then only names the client (tier lookup, top consumers).
+	Parts []string `json:"parts,omitempty"`
+	// Tier is the tier whose quota and multiplier apply; "" means the tier
+	// assigned to Key (the default tier when none is, the anonymous tier
+	// for an empty Key). The caller is trusted to name it.
+	Tier string `json:"tier,omitempty"`
+	Cost int64  `json:"cost,omitempty"` // tokens; 0 means the rule's cost
+}
+
+// Outcome is what one Query got.
+type Outcome struct {
+	Asked    bool             // false: not asked, an earlier query refused
+	Refused  bool             // this query's refusal is the check's
+	Decision limiter.Decision // when Asked and Err is nil
+	Period   time.Duration    // of the limit that applied
+	Tier     string           // whose quota and multiplier applied
+	Err      error            // the store failed; the query let the check through
+}
+
+// MaxQueries bounds the queries of one CheckKeys call.
+const MaxQueries = 64
+
+// ErrQuery is wrapped by every *QueryError.
+var ErrQuery = errors.New("enforce: invalid query")
+
+// QueryError is a query that cannot be decided: it names no rule or tier of
+// the policy, or its cost is negative or more than the rule's bucket holds.
+type QueryError struct {
+	Index int    // the query's position
+	Field string // rule, tier or cost
+	Msg   string
+}
+
+func (e *QueryError) Error() string {
+	return fmt.Sprintf("enforce: query %d: %s: %s", e.Index, e.Field, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrQuery) hold.
+func (e *QueryError) Unwrap() error { return ErrQuery }
+
+// CheckKeys decides qs in order, as Check decides the rules a request
+// matches: each query's tier, quota and multiplier, the rule's mode, the
+// store's fallback; a refusal by one query gives back what earlier ones
+// took and ends the check; an admitted check passes the tier admission cap
+// of its Tier. Its Result reports the most restrictive decision (the
+// refusing one when refused) and, as Tier and Priority, the most important
+// tier among the queries'. When out is not nil it must hold len(qs)
+// outcomes; out[i] gets query i's.
+//
+// Invalid queries (a *QueryError) or more than MaxQueries fail the whole
+// call before anything is spent.
+func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Result, error) {
+	if len(qs) > MaxQueries {
+		return Result{}, &QueryError{Index: MaxQueries, Field: "queries", Msg: fmt.Sprintf("%d, at most %d", len(qs), MaxQueries)}
+	}
+	if out != nil && len(out) < len(qs) {
+		panic(fmt.Sprintf("enforce: CheckKeys: out holds %d outcomes for %d queries", len(out), len(qs)))
+	}
+	p := e.policy.Load()
+	var plan [MaxQueries]planned
+	best, err := p.plan(qs, e.set.Tiers, e.set.UnassignedKeys, plan[:len(qs)])
+	if err != nil {
+		return Result{}, err
+	}
+	ps := pass{e: e, res: Result{Allowed: true}}
+	if best != nil {
+		ps.res.Tier, ps.res.Priority = best.Name, best.Priority
+	}
+	clear(out)
+	for i := range qs {
+		q, pl := &qs[i], &plan[i]
+		rule := pl.cr.rule(pl.tier)
+		req := limiter.Request{Key: pl.cr.keyOf(pl.tier, q.parts()...), Rule: rule, Cost: pl.cost,
+			Multiplier: e.multiplier(pl.tier.Name), Tier: pl.tier.Name}
+		var who *identity.Client // counted when refused, as an API key: the key may be a secret
+		if q.Key != "" {
+			who = &identity.Client{APIKey: q.Key}
+		}
+		d, more, err := ps.ask(ctx, pl.cr, req, who)
+		if out != nil {
+			out[i] = Outcome{Asked: true, Refused: !more, Decision: d, Period: rule.Period, Tier: pl.tier.Name, Err: err}
+		}
+		if !more {
+			break
+		}
+	}
+	return ps.finish(ctx, best), nil
+}
+
+// Reason is what a check came to: limiter.Allowed when allowed (even when a
+// shadow rule would have refused), else the refusing decision's reason.
+func (res *Result) Reason() limiter.Reason {
+	if res.Allowed {
+		return limiter.Allowed
+	}
+	return res.Decision.Reason
+}
+
+// planned is a query resolved against the policy.
+type planned struct {
+	cr   *compiledRule
+	tier *Tier
+	cost int64
+}
+
+// plan resolves each query into pl and returns the most important of
+// their tiers (nil without queries).
+func (c *compiled) plan(qs []Query, lookup TierLookup, u UnassignedKeys, pl []planned) (*Tier, error) {
+	var best *Tier
+	for i := range qs {
+		q := &qs[i]
+		bad := func(field, format string, a ...any) error {
+			return &QueryError{Index: i, Field: field, Msg: fmt.Sprintf(format, a...)}
+		}
+		cr := c.ruleNamed(q.Rule)
+		if cr == nil {
+			return nil, bad("rule", "no such rule %q", q.Rule)
+		}
+		t := c.tiers[q.Tier]
+		switch {
+		case q.Tier == "":
+			t = c.tier(&identity.Client{APIKey: q.Key}, lookup, u)
+		case t == nil:
+			return nil, bad("tier", "no such tier %q", q.Tier)
+		}
+		cost := q.Cost
+		if cost == 0 {
+			cost = cr.Cost
+		}
+		if capacity := cr.rule(t).Capacity(); cost < 0 || max(cost, 1) > capacity {
+			return nil, bad("cost", "%d: want 1..%d (the capacity of rule %s for tier %s)", cost, capacity, cr.Name, t.Name)
+		}
+		pl[i] = planned{cr: cr, tier: t, cost: cost}
+		if best == nil || t.Priority < best.Priority {
+			best = t
+		}
+	}
+	return best, nil
+}
+
+// ruleNamed is the rule of that name, or nil.
+func (c *compiled) ruleNamed(name string) *compiledRule {
+	for i := range c.rules {
+		if c.rules[i].Name == name {
+			return &c.rules[i]
+		}
+	}
+	return nil
+}
+
+// applied is one rule that admitted, kept to refund it if a later rule
+// refuses.
+type applied struct{ req limiter.Request }
+
+// pass is one decision over several rules in progress: the result so far
+// and what the admitting rules took, to give back when a later one
+// refuses. Check and CheckKeys both decide through it. A pass lives on its
+// caller's stack and serves one goroutine.
+type pass struct {
+	e     *Enforcer
+	res   Result
+	taken [8]applied // the first admitting rules, without allocating
+	n     int        // how many of taken are in use
+	more  []applied  // the admitting rules after the eighth
+}
+
+// ask decides req for rule cr and notes the decision. more is false when
+// cr refused: what earlier rules took is given back, who is counted as a
+// refused client, and no further rule is to be asked. A store error is
+// kept in the result and lets the request through for that rule.
+func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
+	d, err = ps.e.decide(ctx, cr, req)
+	if err != nil {
+		ps.res.Err = err
+		return d, true, err
+	}
+	ps.res.note(cr, req.Rule, d)
+	switch {
+	case d.Allowed:
+		ps.keep(req)
+		return d, true, nil
+	case cr.Mode == ModeShadow:
+		ps.res.Shadowed = true
+		return d, true, nil
+	}
+	ps.giveBack(ctx)
+	ps.res.refuse(cr, req.Rule, d)
+	ps.e.countRefusal(who)
+	return d, false, nil
+}
+
+func (ps *pass) keep(req limiter.Request) {
+	if ps.n < len(ps.taken) {
+		ps.taken[ps.n] = applied{req}
+		ps.n++
+		return
+	}
+	ps.more = append(ps.more, applied{req})
+}
+
+// giveBack refunds what the admitting rules took, the last first.
+func (ps *pass) giveBack(ctx context.Context) {
+	ps.e.refund(ctx, ps.more)
+	ps.e.refund(ctx, ps.taken[:ps.n])
+	ps.n, ps.more = 0, nil
+}
+
+// finish applies the tier admission cap to an admitted request (tier nil:
+// no rule applied), sets a refusal's Retry-After and traces the result.
+func (ps *pass) finish(ctx context.Context, tier *Tier) Result {
+	res := &ps.res
+	if res.Allowed && tier != nil {
+		ps.admitTier(ctx, tier.Name)
+	}
+	if res.Limited {
+		res.at = ps.e.set.Now()
+		if !res.Allowed {
+			res.RetryAfter = ps.e.retryAfter(res)
+		}
+	}
+	trace(ctx, res)
+	return *res
+}
+
+func (e *Enforcer) refund(ctx context.Context, done []applied) {
+	for i := len(done) - 1; i >= 0; i-- {
+		req := done[i].req
+		req.Refund = true
+		_, _ = e.store.Decide(context.WithoutCancel(ctx), req)
+	}
+}
+
+// parts are the key-source values of q's bucket.
+func (q *Query) parts() []string {
+	switch {
+	case len(q.Parts) > 0:
+		return q.Parts
+	case q.Key != "":
+		return []string{q.Key}
+	}
+	return nil
+}
+
+// BucketState is what one rule's bucket holds for a client now.
+type BucketState struct {
+	Rule       string        `json:"rule"`
+	Tier       string        `json:"tier"`
+	Algorithm  string        `json:"algorithm"`
+	Limit      int64         `json:"limit"`
+	Period     time.Duration `json:"period_ns"`
+	Remaining  int64         `json:"remaining"`
+	ResetAfter time.Duration `json:"reset_after_ns"`
+}
+
+// Inspect reads, without spending anything, the buckets of the rules keyed
+// by the client alone (key sources api_key, client, jwt or one header) for a
+// client key, at that client's tier.
+func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
+	p := e.policy.Load()
+	id := &identity.Client{APIKey: client}
+	tier := p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
+	var out []BucketState
+	for i := range p.rules {
+		cr := &p.rules[i]
+		if len(cr.keys) != 1 || !clientKeyed(cr.keys[0].kind) {
+			continue
+		}
+		r := cr.rule(tier)
+		d, err := e.store.Decide(ctx, limiter.Request{Key: cr.keyOf(tier, client), Rule: r, Peek: true, Tier: tier.Name,
+			Multiplier: e.multiplier(tier.Name)})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, BucketState{Rule: cr.Name, Tier: tier.Name, Algorithm: r.Algorithm.String(), Limit: r.Limit,
+			Period: r.Period, Remaining: d.Remaining, ResetAfter: d.ResetAfter})
+	}
+	return out, nil
+}
+
+func clientKeyed(kind string) bool {
+	return kind == "api_key" || kind == "client" || kind == "jwt" || kind == "header"
+}

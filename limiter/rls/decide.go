@@ -1,0 +1,217 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Descriptor entry keys that name the rule and the tier; the values of all
+// other entries make the key.
+const (
+	EntryRule = "rule"
+	EntryTier = "tier"
+)
+
+// ShouldRateLimit decides req: the RateLimitService method.
+func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	resp, err := s.decide(ctx, req)
+	code := answerOK
+	switch {
+	case err != nil:
+		code = status.Code(err).String()
+	case resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT:
+		code = answerOverLimit
+	}
+	s.answers.WithLabelValues(code).Inc()
+	return resp, err
+}
+
+func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if d := req.GetDomain(); d != s.set.Domain {
+		return nil, status.Errorf(codes.NotFound, "rls: unknown domain %q (this server serves %q)", d, s.set.Domain)
+	}
+	descs := req.GetDescriptors()
+	if len(descs) == 0 || len(descs) > enforce.MaxQueries {
+		return nil, status.Errorf(codes.InvalidArgument, "rls: %d descriptors, want 1..%d", len(descs), enforce.MaxQueries)
+	}
+	qs := make([]enforce.Query, len(descs))
+	for i, d := range descs {
+		q, err := queryOf(d, req.GetHitsAddend())
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %v", i, err)
+		}
+		qs[i] = q
+	}
+	out := make([]enforce.Outcome, len(qs))
+	res, err := s.check.CheckKeys(ctx, qs, out)
+	var qe *enforce.QueryError
+	switch {
+	case errors.As(err, &qe):
+		return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %s: %s", qe.Index, qe.Field, qe.Msg)
+	case err != nil:
+		return nil, status.Errorf(codes.Internal, "rls: %v", err)
+	case res.Allowed && res.Err != nil:
+		return nil, storeError(res.Err)
+	}
+	return answer(&res, qs, out), nil
+}
+
+// storeError is the answer to a check the store failed on with no
+// fallback deciding it: UNAVAILABLE, so that Envoy's failure_mode_deny
+// decides; the caller's own cancellation or deadline as such.
+func storeError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return status.FromContextError(err).Err()
+	}
+	return status.Errorf(codes.Unavailable, "rls: the store failed and no fallback decided: %v", err)
+}
+
+// queryOf maps one descriptor onto a query (see the package doc).
+func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, error) {
+	var q enforce.Query
+	parts := 0
+	for _, e := range d.GetEntries() {
+		switch k, v := e.GetKey(), e.GetValue(); k {
+		case EntryRule, EntryTier:
+			f := &q.Rule
+			if k == EntryTier {
+				f = &q.Tier
+			}
+			if *f != "" {
+				return q, fmt.Errorf("two %q entries", k)
+			}
+			*f = v
+		default:
+			if parts > 0 {
+				q.Key += "|"
+			}
+			q.Key += v
+			q.Parts = append(q.Parts, v)
+			parts++
+		}
+	}
+	switch {
+	case q.Rule == "":
+		return q, fmt.Errorf("no %q entry naming a rule", EntryRule)
+	case d.GetLimit() != nil:
+		return q, errors.New("limit overrides are not supported: throttled's rules set the limits")
+	case d.GetIsNegativeHits():
+		return q, errors.New("is_negative_hits is not supported")
+	}
+	q.Cost = int64(hits)
+	if h := d.GetHitsAddend(); h != nil && h.GetValue() > 0 {
+		q.Cost = int64(min(h.GetValue(), math.MaxInt64))
+	}
+	return q, nil
+}
+
+func answer(res *enforce.Result, qs []enforce.Query, out []enforce.Outcome) *rlsv3.RateLimitResponse {
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
+		Statuses:             make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(qs)),
+		ResponseHeadersToAdd: headersOf(res), DynamicMetadata: metadataOf(res)}
+	if !res.Allowed {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	for i := range qs {
+		resp.Statuses[i] = statusOf(qs[i].Rule, &out[i])
+	}
+	return resp
+}
+
+// statusOf is one descriptor's status: OVER_LIMIT when its refusal is the
+// request's; its limit, remaining and time to reset when it was decided.
+func statusOf(rule string, o *enforce.Outcome) *rlsv3.RateLimitResponse_DescriptorStatus {
+	st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+	if o.Refused {
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	if !o.Asked || o.Err != nil {
+		return st
+	}
+	d := &o.Decision
+	n, unit := perUnit(d.Limit, o.Period)
+	st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: rule, RequestsPerUnit: n, Unit: unit}
+	st.LimitRemaining = uint32(min(max(d.Remaining, 0), math.MaxUint32))
+	st.DurationUntilReset = durationpb.New(d.ResetAfter)
+	return st
+}
+
+var units = [...]struct {
+	d    time.Duration
+	unit rlsv3.RateLimitResponse_RateLimit_Unit
+}{
+	{time.Second, rlsv3.RateLimitResponse_RateLimit_SECOND},
+	{time.Minute, rlsv3.RateLimitResponse_RateLimit_MINUTE},
+	{time.Hour, rlsv3.RateLimitResponse_RateLimit_HOUR},
+	{24 * time.Hour, rlsv3.RateLimitResponse_RateLimit_DAY},
+}
+
+// perUnit expresses limit per period in Envoy's units: per the shortest
+// unit at least as long as the period (per day beyond a day), rounded down
+// and at least 1. 10 per 10s is 60 per minute.
+func perUnit(limit int64, period time.Duration) (uint32, rlsv3.RateLimitResponse_RateLimit_Unit) {
+	u := units[len(units)-1]
+	for _, c := range units {
+		if period <= c.d {
+			u = c
+			break
+		}
+	}
+	n := math.Floor(float64(limit) * float64(u.d) / float64(max(period, 1)))
+	return uint32(min(max(n, 1), math.MaxUint32)), u.unit
+}
+
+// headerNames are the headers an answer may carry, in the order sent:
+// canonical (as http.Header keys them) and lower case (as HTTP/2 sends
+// them).
+var headerNames = func() [][2]string {
+	var names [][2]string
+	for _, n := range []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset, enforce.HeaderPolicy,
+		enforce.HeaderRateLimit, enforce.HeaderRetryAfter, enforce.HeaderDecision} {
+		names = append(names, [2]string{http.CanonicalHeaderKey(n), strings.ToLower(n)})
+	}
+	return names
+}()
+
+// headersOf are the middleware's headers for res, and HeaderDecision when
+// refused.
+func headersOf(res *enforce.Result) []*corev3.HeaderValue {
+	h := make(http.Header, len(headerNames))
+	res.WriteHeaders(h)
+	if !res.Allowed {
+		h.Set(enforce.HeaderDecision, res.Reason().String())
+	}
+	out := make([]*corev3.HeaderValue, 0, len(headerNames))
+	for _, n := range headerNames {
+		if v := h[n[0]]; len(v) > 0 {
+			out = append(out, &corev3.HeaderValue{Key: n[1], Value: v[0]})
+		}
+	}
+	return out
+}
+
+// metadataOf is the decision as dynamic metadata, which Envoy keeps under
+// the namespace envoy.filters.http.ratelimit (for access logs and local
+// reply mappers).
+func metadataOf(res *enforce.Result) *structpb.Struct {
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		"decision": structpb.NewStringValue(res.Reason().String()),
+		"fallback": structpb.NewBoolValue(res.Decision.Fallback),
+		"tier":     structpb.NewStringValue(res.Tier),
+		"rule":     structpb.NewStringValue(res.Rule),
+	}}
+}
