@@ -109,7 +109,7 @@ func TestCheckEndpoint(t *testing.T) {
 		{"two values", `{"rule":"per-key"} {"rule":"per-key"}`, 400, "", wantField("body")},
 	})
 	// The refused batch gave per-key back: ann spent 2 of 5, in the two admitted checks.
-	d, err := store.Decide(t.Context(), limiter.Request{Key: "per-key|premium|ann",
+	d, err := store.Decide(t.Context(), limiter.Request{Key: "per-key|premium|3:ann",
 		Rule: limiter.Rule{Name: "per-key", Limit: 5, Period: time.Minute, Burst: 5}, Peek: true})
 	if err != nil || d.Remaining != 3 {
 		t.Fatalf("ann's premium per-key bucket: %+v, %v; want 3 left (the refused check refunded)", d, err)
