@@ -64,6 +64,10 @@ type Settings struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 400 naming "body". Zero means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// OnReset, if set, is told of each write refused because the store was
+	// reset (an error wrapping ErrStoreReset), e.g. to count it. The
+	// Watcher reports the resets it finds through its OnError.
+	OnReset func(error)
 }
 
 func (s Settings) normalize() (Settings, error) {
@@ -140,16 +144,21 @@ func (sv *Server) start(ctx context.Context) error {
 	case raw != nil:
 		return nil
 	}
-	seed := Snapshot{Config: sv.s.Initial, Version: 1, UpdatedAt: sv.s.Now().UTC(), UpdatedBy: "initial"}
+	seed := Snapshot{Config: sv.s.Initial, Version: 1, UpdatedAt: sv.s.Now().UTC(), UpdatedBy: "initial",
+		Generation: newGeneration()}
 	if err := sv.l.check(seed); err != nil {
 		return fmt.Errorf("api: Settings.Initial: %w", err)
 	}
 	entry := AuditEntry{At: seed.UpdatedAt, Who: seed.UpdatedBy, Action: "config.seed", Resource: "config",
 		Version: 1, Before: canonical(nil), After: canonical(seed.Config)}
-	if _, err := sv.s.Store.Swap(ctx, nil, canonical(seed), canonical(entry)); err != nil {
+	ok, err := sv.s.Store.Swap(ctx, nil, canonical(seed), canonical(entry))
+	if err != nil {
 		return fmt.Errorf("api: seed config: %w", err)
 	}
-	return nil // a false swap means another instance seeded first
+	if ok { // else another instance seeded first
+		sv.l.wrote(seed)
+	}
+	return nil
 }
 
 func (sv *Server) routes() *echo.Echo {
@@ -206,6 +215,10 @@ func (sv *Server) read(c echo.Context) (Snapshot, error) {
 	snap, _, err := sv.l.load(c.Request().Context(), sv.s.Store)
 	if errors.Is(err, ErrBadStored) && snap.Version > 0 {
 		sv.s.Logger.Warn("api: stored config is invalid; serving the last good one", "err", err)
+		return snap, nil
+	}
+	if errors.Is(err, ErrStoreReset) && snap.Version > 0 {
+		sv.s.Logger.Error("api: config store was reset; serving the configuration in force", "err", err)
 		return snap, nil
 	}
 	if err != nil {
