@@ -75,8 +75,10 @@ func (s *stack) close() {
 func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
 	if len(cfg.ClusterAddrs) > 0 {
+		// The slot map is reloaded every second: after a failover the dead
+		// master's slots give no MOVED, and go-redis's default is 60 s.
 		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, ContextTimeoutEnabled: true,
-			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D()})
+			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D(), ClusterStateReloadInterval: time.Second})
 	} else {
 		opt, err := redis.ParseURL(cfg.URL)
 		if err != nil {

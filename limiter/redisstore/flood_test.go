@@ -53,7 +53,7 @@ func TestKeyFlood(t *testing.T) {
 	base := usedMemory(t, c)
 	n := floodKeys(t)
 	flood := limiter.Rule{Name: "flood", Limit: 1, Period: 5 * time.Second} // TTL: 5 s
-	legit := limiter.Rule{Name: "legit", Limit: 5, Period: time.Hour} // no refill during the test
+	legit := limiter.Rule{Name: "legit", Limit: 5, Period: time.Hour}       // no refill during the test
 	var next, errs atomic.Int64
 	var wg sync.WaitGroup
 	begin := time.Now()
