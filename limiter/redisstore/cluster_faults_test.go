@@ -17,20 +17,26 @@ import (
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// slotOwners maps each key's slot to the address of the node serving it.
+// slotOwners maps each key's slot to the node id of the master serving it.
 func slotOwners(t *testing.T, c *redis.ClusterClient, keys []string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, k := range keys {
 		slot := c.ClusterKeySlot(ctx, k).Val()
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				out[k] = s.Nodes[0].Addr
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start <= slot && slot <= r.End {
+					for _, n := range sh.Nodes {
+						if n.Role == "master" {
+							out[k] = n.ID
+						}
+					}
+				}
 			}
 		}
 	}
