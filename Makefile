@@ -1,8 +1,10 @@
 # The README's two commands: `go run ./cmd/throttled demo` and `make test`.
 GO ?= go
+# go install puts staticcheck and govulncheck here.
+export PATH := $(PATH):$(shell $(GO) env GOPATH)/bin
 
-.PHONY: test deps vet bench fuzz
-test: deps vet
+.PHONY: test deps vet lint bench fuzz reliability soak flood
+test: deps vet lint
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 deps:
@@ -11,5 +13,24 @@ deps:
 vet:
 	$(GO) vet ./...
 
+# staticcheck, and govulncheck against the Go vulnerability database built
+# from the golang.org/x/vulndb module (scripts/vulndb.sh); reached
+# vulnerabilities fail unless listed, with a reason, in .govulncheck-allow.
+lint: deps
+	staticcheck ./...
+	./scripts/govulncheck.sh
+
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The long versions of the reliability tests: a 60 s Redis outage.
+reliability: deps
+	THROTTLED_TEST_OUTAGE=60s $(GO) test -race -count=1 -v -run 'TestRecoveryAfterRedisOutage' ./cmd/throttled
+
+# The soak at full length (30 s in `make test`).
+soak: deps
+	THROTTLED_SOAK=5m $(GO) test -race -count=1 -v -timeout 15m -run 'TestSoak' ./cmd/throttled
+
+# The key flood at full size: 1,000,000 random keys (20,000 in `make test`).
+flood: deps
+	THROTTLED_FLOOD_KEYS=1000000 $(GO) test -count=1 -v -timeout 15m -run 'TestKeyFlood' ./limiter/redisstore

@@ -79,6 +79,16 @@
 // message is lost; Watcher.Pins gives the pins in force. MemoryStore has the
 // same semantics without Redis.
 //
+// # Data loss
+//
+// Each document carries a generation, named when an empty store is seeded,
+// and its version only grows within it. A store found empty or older than
+// the newest document a Server or Watcher read (Redis restarted without
+// persistence, a failover to a lagging replica) never switches limiting off:
+// the Watcher keeps the configuration in force and writes it back (audit
+// "config.restore"), reads serve it, and a write is refused with 409
+// (ErrStoreReset) after writing it back, so a retry applies on top of it.
+//
 // # Metrics
 //
 // With Settings.Registerer:

@@ -72,6 +72,10 @@ type Settings struct {
 	// bounds the audit log in bytes (1000 × 16 KiB by default). Zero means
 	// DefaultMaxAuditEntryBytes.
 	MaxAuditEntryBytes int
+	// OnReset, if set, is told of each write refused because the store was
+	// reset (an error wrapping ErrStoreReset), e.g. to count it. The
+	// Watcher reports the resets it finds through its OnError.
+	OnReset func(error)
 }
 
 // DefaultMaxAuditEntryBytes bounds one audit entry (16 KiB).
@@ -155,16 +159,21 @@ func (sv *Server) start(ctx context.Context) error {
 	case raw != nil:
 		return nil
 	}
-	seed := Snapshot{Config: sv.s.Initial, Version: 1, UpdatedAt: sv.s.Now().UTC(), UpdatedBy: "initial"}
+	seed := Snapshot{Config: sv.s.Initial, Version: 1, UpdatedAt: sv.s.Now().UTC(), UpdatedBy: "initial",
+		Generation: newGeneration()}
 	if err := sv.l.check(seed); err != nil {
 		return fmt.Errorf("api: Settings.Initial: %w", err)
 	}
 	entry := AuditEntry{At: seed.UpdatedAt, Who: seed.UpdatedBy, Action: "config.seed", Resource: "config",
 		Version: 1, Before: canonical(nil), After: canonical(seed.Config)}
-	if _, err := sv.s.Store.Swap(ctx, nil, canonical(seed), auditEntry(entry, sv.s.MaxAuditEntryBytes)); err != nil {
+	ok, err := sv.s.Store.Swap(ctx, nil, canonical(seed), auditEntry(entry, sv.s.MaxAuditEntryBytes))
+	if err != nil {
 		return fmt.Errorf("api: seed config: %w", err)
 	}
-	return nil // a false swap means another instance seeded first
+	if ok { // else another instance seeded first
+		sv.l.wrote(seed)
+	}
+	return nil
 }
 
 func (sv *Server) routes() *echo.Echo {
@@ -222,6 +231,10 @@ func (sv *Server) read(c echo.Context) (Snapshot, error) {
 	snap, _, err := sv.l.load(c.Request().Context(), sv.s.Store)
 	if errors.Is(err, ErrBadStored) && snap.Version > 0 {
 		sv.s.Logger.Warn("api: stored config is invalid; serving the last good one", "err", err)
+		return snap, nil
+	}
+	if errors.Is(err, ErrStoreReset) && snap.Version > 0 {
+		sv.s.Logger.Error("api: config store was reset; serving the configuration in force", "err", err)
 		return snap, nil
 	}
 	if err != nil {

@@ -182,25 +182,47 @@ type loader struct {
 }
 
 // load returns the snapshot to serve and the raw current document (the old
-// value for Swap). A bad current document gives the newest good snapshot
+// value for Swap). A store that holds less than the newest valid document
+// this loader read (empty, or older: see ErrStoreReset) gives that document
+// and an error wrapping ErrStoreReset; one of another generation is adopted,
+// with that error once. A bad current document gives the newest good snapshot
 // known — the stored last good copy or the last valid document this loader
 // read, which may be newer when someone wrote the key by hand — and an error
 // wrapping ErrBadStored; store errors give a zero snapshot.
 //
 // Loaders are per process: after a restart only the stored copy is known.
 func (l *loader) load(ctx context.Context, st Store) (Snapshot, []byte, error) {
+	// The store must hold at least what was known before reading it; a
+	// write of this process that lands meanwhile is no reset.
+	l.mu.Lock()
+	known := l.best
+	l.mu.Unlock()
 	cur, good, err := st.Get(ctx)
 	if err != nil {
 		return Snapshot{}, nil, err
 	}
 	if cur == nil && good == nil {
+		if re := checkReset(Snapshot{}, known); re != nil {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.best.clone(), nil, re
+		}
 		return Snapshot{}, nil, nil
 	}
 	snap, bad := l.parse(cur)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if bad == nil {
-		l.best = snap
+		re := checkReset(snap, known)
+		if re != nil && re.lost {
+			return l.best.clone(), cur, re
+		}
+		if re != nil || snap.Version > l.best.Version || snap.Generation != l.best.Generation {
+			l.best = snap
+		}
+		if re != nil {
+			return snap, cur, re
+		}
 		return snap, cur, nil
 	}
 	last, err := l.parseLocked(good)
@@ -211,6 +233,14 @@ func (l *loader) load(ctx context.Context, st Store) (Snapshot, []byte, error) {
 		return Snapshot{}, cur, errors.Join(bad, fmt.Errorf("api: the last good copy is unusable too: %w", err))
 	}
 	return last, cur, bad
+}
+
+// wrote records a snapshot this process has just stored: the newest it
+// knows, even before it reads it back.
+func (l *loader) wrote(s Snapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.best = s.clone()
 }
 
 // parse decodes and validates one stored document, caching the result.

@@ -238,6 +238,9 @@ type Snapshot struct {
 	Revisions map[string]int64 `json:"revisions,omitempty" yaml:"revisions"`
 	UpdatedAt time.Time        `json:"updated_at" yaml:"updated_at"`
 	UpdatedBy string           `json:"updated_by,omitempty" yaml:"updated_by"`
+	// Generation names the lineage of this document: set when an empty
+	// store is seeded, kept by every write (see ErrStoreReset).
+	Generation string `json:"generation,omitempty" yaml:"generation"`
 }
 
 // ActivePins returns the pins that still apply at now, by tier.

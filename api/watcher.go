@@ -55,7 +55,9 @@ func (s WatcherSettings) normalize() (WatcherSettings, error) {
 // callback: on each notification (Redis pub/sub) and on each poll, so a
 // change reaches every instance within the poll interval even when a
 // notification is lost. A bad stored document is reported and the last good
-// one stays in force.
+// one stays in force. A store that lost its data (ErrStoreReset: empty, or
+// older than the configuration in force) is reported and restored from the
+// configuration in force, which stays in force meanwhile.
 type Watcher struct {
 	st Store
 	s  WatcherSettings
@@ -117,7 +119,12 @@ func (w *Watcher) subscribe(ctx context.Context) <-chan struct{} {
 func (w *Watcher) Poll(ctx context.Context) {
 	w.pollMu.Lock()
 	defer w.pollMu.Unlock()
-	snap, _, err := w.l.load(ctx, w.st)
+	snap, raw, err := w.l.load(ctx, w.st)
+	if storeLost(err) {
+		if _, rerr := restore(ctx, w.st, raw, snap, w.s.Now()); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		w.report(err)
 	} else {

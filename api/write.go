@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -36,6 +37,9 @@ func (sv *Server) write(c echo.Context, mut mutation) (Snapshot, error) {
 	who, _ := c.Get(ctxWho).(string)
 	for range maxSwapAttempts {
 		cur, raw, err := sv.l.load(ctx, sv.s.Store)
+		if errors.Is(err, ErrStoreReset) {
+			return Snapshot{}, sv.refuseReset(ctx, raw, cur, err)
+		}
 		if err != nil && !errors.Is(err, ErrBadStored) {
 			sv.s.Logger.Error("api: read config for a write", "err", err)
 			return Snapshot{}, httpErr(http.StatusServiceUnavailable, "", "config store unavailable")
@@ -43,6 +47,9 @@ func (sv *Server) write(c echo.Context, mut mutation) (Snapshot, error) {
 		now := sv.s.Now().UTC()
 		next := cur.clone()
 		next.Version, next.UpdatedAt, next.UpdatedBy = cur.Version+1, now, who
+		if next.Generation == "" { // a document from before generations
+			next.Generation = newGeneration()
+		}
 		pruneExpiredPins(&next, now)
 		ch, err := mut(&next)
 		if err != nil {
@@ -59,12 +66,32 @@ func (sv *Server) write(c echo.Context, mut mutation) (Snapshot, error) {
 			return Snapshot{}, httpErr(http.StatusServiceUnavailable, "", "config store unavailable")
 		}
 		if ok {
+			sv.l.wrote(next)
 			return next, nil
 		}
 		sv.metrics.conflicts.Inc()
 	}
 	return Snapshot{}, httpErr(http.StatusServiceUnavailable, "",
 		fmt.Sprintf("lost the race with other writers %d times; retry", maxSwapAttempts))
+}
+
+// refuseReset answers a write against a reset config store (err wraps
+// ErrStoreReset): 409, nothing applied. A store that lost data gets the
+// configuration in force (snap) back first, so that a retry applies to it.
+func (sv *Server) refuseReset(ctx context.Context, raw []byte, snap Snapshot, err error) error {
+	next := "GET the configuration now stored, check it and retry"
+	if storeLost(err) {
+		next = fmt.Sprintf("the configuration in force (version %d) is restored; GET it, check and retry", snap.Version)
+		if _, rerr := restore(ctx, sv.s.Store, raw, snap, sv.s.Now()); rerr != nil {
+			next = fmt.Sprintf("restoring the configuration in force (version %d) failed, retry later", snap.Version)
+			err = errors.Join(err, rerr)
+		}
+	}
+	sv.s.Logger.Error("api: write refused: the config store was reset", "err", err)
+	if sv.s.OnReset != nil {
+		sv.s.OnReset(err)
+	}
+	return httpErr(http.StatusConflict, "", strings.TrimPrefix(err.Error(), "api: ")+": this write was not applied; "+next)
 }
 
 // touch records that the snapshot's version wrote resource.

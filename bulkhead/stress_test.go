@@ -26,9 +26,9 @@ func (c *ceiling) set(v int64) {
 
 // stressRun counts what the workers saw.
 type stressRun struct {
-	holders, maxSeen, violations     atomic.Int64
-	admitted, refused, cancelled, ok atomic.Int64
-	ceil                             ceiling
+	holders, maxSeen, violations atomic.Int64
+	admitted, refused, cancelled atomic.Int64
+	ceil                         ceiling
 }
 
 // enter counts a holder and checks it against the ceiling in force.

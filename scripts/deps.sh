@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Installs what the tests need when it is missing: redis-server, redis-cli
-# (redis-tools) and prometheus + promtool, from Debian's packages.
+# (redis-tools) and prometheus + promtool, from Debian's packages, and the
+# pinned Go linters (staticcheck, govulncheck) with go install.
 set -euo pipefail
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOVULNCHECK=golang.org/x/vuln/cmd/govulncheck@v1.9.0
+GOBIN="$(go env GOPATH)/bin"
+# go_tool NAME PKG@VERSION: installs PKG@VERSION unless NAME of that version is there.
+go_tool() {
+  local want="${2##*@}"
+  if [ -x "$GOBIN/$1" ] && go version -m "$GOBIN/$1" 2>/dev/null | grep -q "mod.*[[:space:]]$want[[:space:]]"; then
+    return 0
+  fi
+  echo "deps: go install $2" >&2
+  go install "$2"
+}
+go_tool staticcheck "$STATICCHECK"
+go_tool govulncheck "$GOVULNCHECK"
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli    >/dev/null 2>&1 || need+=(redis-tools)

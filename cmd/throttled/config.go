@@ -54,10 +54,23 @@ type Config struct {
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
-// token, roles read and write; more in THROTTLED_ADMIN_TOKEN_<NAME>).
+// token, roles read and write; more in THROTTLED_ADMIN_TOKEN_<NAME>). The
+// listener binds off loopback only with TLS or AllowPublic.
 type AdminConfig struct {
 	Listen string            `yaml:"listen"`
 	Tokens map[string]string `yaml:"tokens"`
+	TLS    TLSConfig         `yaml:"tls"`
+	// AllowPublic lets the listener bind off loopback without TLS (a
+	// private network, or a TLS-terminating proxy in front).
+	AllowPublic bool `yaml:"allow_public"`
+	// Pprof serves net/http/pprof at /debug/pprof/ (off by default).
+	Pprof bool `yaml:"pprof"`
+}
+
+// TLSConfig serves a listener over HTTPS with a PEM certificate and key.
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // RedisConfig selects the shared store; no URL and no cluster addresses

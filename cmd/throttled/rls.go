@@ -46,7 +46,7 @@ func (s *stack) buildRLS(ctx context.Context) error {
 		return nil
 	}
 	var err error
-	s.rls, err = rls.New(s.enforcer, rls.Settings{Domain: s.cfg.RLS.Domain, Ready: s.ready,
+	s.rls, err = rls.New(s.enforcer, rls.Settings{Domain: s.cfg.RLS.Domain, Ready: s.ready.Ready,
 		Reflection: s.cfg.RLS.Reflection}, s.reg)
 	return err
 }

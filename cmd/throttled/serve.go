@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -146,28 +148,39 @@ func (s httpServer) serve() error {
 func (s httpServer) shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
 func (s httpServer) close() error                       { return s.ln.Close() }
 
-// listen binds the admin listener, with an upstream the proxy, and with
-// rls.listen the rate limit service.
+// maxHeaderBytes bounds the request line and headers on both listeners
+// (net/http answers 431 above it); admin bodies are bounded by the API.
+const maxHeaderBytes = 64 << 10
+
+// listen binds the admin listener (over TLS when configured), with an
+// upstream the proxy, and with rls.listen the rate limit service.
 func (s *stack) listen() ([]server, map[string]string, error) {
 	addrs := map[string]string{}
 	var out []server
-	bind := func(name, addr string, h http.Handler) error {
+	bind := func(name, addr string, h http.Handler, tc *tls.Config) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		if tc != nil {
+			ln = tls.NewListener(ln, tc)
+		}
 		addrs[name] = ln.Addr().String()
-		out = append(out, httpServer{ln: ln, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}})
+		out = append(out, httpServer{ln: ln, http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+			MaxHeaderBytes: maxHeaderBytes}})
 		return nil
 	}
-	if err := bind("admin", s.cfg.Admin.Listen, s.adminMux()); err != nil {
+	tc, err := adminTLS(&s.cfg.Admin.TLS)
+	if err == nil {
+		err = bind("admin", s.cfg.Admin.Listen, s.adminMux(), tc)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	var err error
 	if s.cfg.Upstream != "" {
 		var u *url.URL
 		if u, err = url.Parse(s.cfg.Upstream); err == nil {
-			err = bind("proxy", s.cfg.Listen, s.proxyHandler(u))
+			err = bind("proxy", s.cfg.Listen, s.proxyHandler(u), nil)
 		}
 	}
 	if err == nil {
@@ -185,13 +198,32 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 	return out, addrs, nil
 }
 
+// adminTLS loads the admin listener's certificate; nil without one.
+func adminTLS(c *TLSConfig) (*tls.Config, error) {
+	if c.CertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("admin.tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
 func (s *stack) adminMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.Handle("/healthz", enforce.HealthHandler())
-	mux.Handle("/readyz", enforce.ReadyHandler(s.ready, 0))
+	mux.Handle("/readyz", s.ready)
 	if s.cfg.Check.Enabled {
 		mux.Handle("/v1/check", s.checkHandler())
+	}
+	if s.cfg.Admin.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if srv := s.admin.Load(); srv != nil {

@@ -32,7 +32,7 @@ type stack struct {
 	reg           *prometheus.Registry
 	rdb           redis.UniversalClient // nil: embedded
 	store         limiter.Store
-	ready         func(context.Context) error
+	ready         *enforce.Readiness
 	enforcer      *enforce.Enforcer
 	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
 	mults         *pinned
@@ -73,19 +73,26 @@ func (s *stack) close() {
 }
 
 // redisClient opens the configured Redis (or cluster) with per-command
-// deadlines honoured, as the fallback needs.
+// deadlines honoured, as the fallback needs, and dialing on every new
+// connection however long an outage lasts (redisstore.KeepDialing).
 func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
+	var c redis.UniversalClient
 	if len(cfg.ClusterAddrs) > 0 {
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, ContextTimeoutEnabled: true,
-			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D()}), nil
+		// The slot map is reloaded every second: after a failover the dead
+		// master's slots give no MOVED, and go-redis's default is 60 s.
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, ContextTimeoutEnabled: true,
+			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D(), ClusterStateReloadInterval: time.Second})
+	} else {
+		opt, err := redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis.url: %w", err)
+		}
+		opt.ContextTimeoutEnabled = true
+		opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout.D(), cfg.Timeout.D()
+		c = redis.NewClient(opt)
 	}
-	opt, err := redis.ParseURL(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redis.url: %w", err)
-	}
-	opt.ContextTimeoutEnabled = true
-	opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout.D(), cfg.Timeout.D()
-	return redis.NewClient(opt), nil
+	redisstore.KeepDialing(c)
+	return c, nil
 }
 
 func (s *stack) buildStore(ctx context.Context) error {
@@ -95,11 +102,14 @@ func (s *stack) buildStore(ctx context.Context) error {
 	}
 	if s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
 		mem := limiter.NewMemory()
-		s.store, s.ready = instrument.Store(mem, m, "memory"), mem.Ready
+		s.store = instrument.Store(mem, m, "memory")
 		s.log.Info("store: embedded in-memory (no redis configured)")
-		return nil
+		return s.buildReadiness(enforce.ReadinessSettings{Shared: mem.Ready})
 	}
 	if s.rdb, err = redisClient(&s.cfg.Redis); err != nil {
+		return err
+	}
+	if err := s.checkMemoryPolicy(ctx); err != nil {
 		return err
 	}
 	shared := redisstore.New(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
@@ -134,9 +144,54 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.store, s.ready = instrument.Store(fb, m, "redis"), shared.Ready
+	s.store = instrument.Store(fb, m, "redis")
 	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
+	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
+}
+
+// checkMemoryPolicy warns (log and throttled_redis_memory_policy_risk) at
+// start when Redis's maxmemory-policy could evict live buckets or turn
+// writes into errors. A Redis that does not answer is not checked.
+func (s *stack) checkMemoryPolicy(ctx context.Context) error {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "throttled_redis_memory_policy_risk",
+		Help: "1 when Redis's maxmemory-policy (label) could evict live buckets or turn writes into errors, as read at start."},
+		[]string{"policy"})
+	if err := s.reg.Register(g); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	mp, err := redisstore.CheckMemoryPolicy(cctx, s.rdb)
+	switch {
+	case err != nil:
+		s.log.Warn("redis maxmemory-policy not checked", "err", err)
+	case mp.Risk != "":
+		g.WithLabelValues(mp.Policy).Set(1)
+		s.log.Warn("redis maxmemory-policy "+mp.Policy+" "+mp.Risk, "maxmemory", mp.MaxMemory)
+	default:
+		g.WithLabelValues(mp.Policy).Set(0)
+	}
 	return nil
+}
+
+// buildReadiness makes /readyz (ready while the instance decides, degraded
+// on the fallback) and the throttled_degraded gauge, checked in the
+// background too so that the gauge is current without probes.
+func (s *stack) buildReadiness(rs enforce.ReadinessSettings) error {
+	var err error
+	if s.ready, err = enforce.NewReadiness(rs); err != nil {
+		return err
+	}
+	s.runners = append(s.runners, s.ready.Run)
+	return s.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "throttled_degraded",
+		Help: "1 while the last readiness check found the shared store (Redis) failing and decisions come from the fallback, else 0.",
+	}, func() float64 {
+		if s.ready.Degraded() {
+			return 1
+		}
+		return 0
+	}))
 }
 
 func (s *stack) buildMultipliers(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
@@ -42,14 +43,26 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	}
 	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
 	status.sub, _ = s.mults.src.(*coord.Subscriber)
+	resets := prometheus.NewCounter(prometheus.CounterOpts{Name: "throttled_config_store_resets_total",
+		Help: "Times the config store was found reset (lost its data, or re-seeded) by the watcher or a refused admin write; the configuration in force is restored."})
+	if err := s.reg.Register(resets); err != nil {
+		return err
+	}
 	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
 		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
-		Registerer: s.reg, Logger: s.log}
+		Registerer: s.reg, Logger: s.log, OnReset: func(error) { resets.Inc() }}
 	if err := s.startAdmin(ctx, as); err != nil {
 		return err
 	}
 	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: validatePolicy, OnChange: s.apply,
-		OnError: func(err error) { s.log.Warn("admin config", "err", err) }})
+		OnError: func(err error) {
+			if errors.Is(err, api.ErrStoreReset) {
+				resets.Inc()
+				s.log.Error("admin config store was reset: the configuration in force stays and is restored", "err", err)
+				return
+			}
+			s.log.Warn("admin config", "err", err)
+		}})
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ func (c *Config) validate() []fieldErr {
 			add("prometheus.url", "want an http:// or https:// URL")
 		}
 	}
+	errs = append(errs, c.validateAdminListen()...)
 	for role, tok := range c.Admin.Tokens {
 		if _, err := api.ParseRole(role); err != nil {
 			add("admin.tokens."+role, "want read or write as the key")
@@ -170,3 +171,29 @@ func parsePrefix(s string) (netip.Prefix, error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// validateAdminListen refuses an admin listener off loopback in clear text:
+// it serves the admin API (bearer tokens) and /metrics.
+func (c *Config) validateAdminListen() []fieldErr {
+	t := &c.Admin.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return []fieldErr{{"admin.tls", "set both cert_file and key_file, or neither"}}
+	}
+	host, _, err := net.SplitHostPort(c.Admin.Listen)
+	if err != nil || t.CertFile != "" || c.Admin.AllowPublic || isLoopback(host) {
+		return nil
+	}
+	return []fieldErr{{"admin.listen", c.Admin.Listen + " is not a loopback address: the admin API (bearer tokens) and " +
+		"/metrics would be open to the network in clear text; set admin.tls.cert_file and admin.tls.key_file, " +
+		"or admin.allow_public: true on a private network or behind a TLS proxy"}}
+}
+
+// isLoopback reports whether a listen host binds loopback only ("" and
+// unspecified addresses bind every interface).
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

@@ -15,7 +15,8 @@ import (
 
 var errExited = errors.New("process exited")
 
-// Cluster is a 3-master Redis Cluster (no replicas) started for one test.
+// Cluster is a 3-master Redis Cluster started for one test; AddReplica
+// gives a master a replica.
 type Cluster struct {
 	Nodes []*Redis
 }
@@ -28,14 +29,7 @@ func StartCluster(tb testing.TB) *Cluster {
 	cl := &Cluster{}
 	addrs := make([]string, 0, 3)
 	for i := 0; i < 3; i++ {
-		n := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
-		n.Proc = start(tb, n.dir, "redis.log", "redis-server",
-			"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", n.dir,
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "2000")
-		tb.Cleanup(n.Stop)
-		n.waitReady()
+		n := startClusterNode(tb)
 		cl.Nodes = append(cl.Nodes, n)
 		addrs = append(addrs, n.Addr())
 	}
@@ -86,4 +80,59 @@ func (cl *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// startClusterNode starts one redis-server in cluster mode, not yet joined.
+func startClusterNode(tb testing.TB) *Redis {
+	tb.Helper()
+	n := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
+	n.Proc = start(tb, n.dir, "redis.log", "redis-server",
+		"--port", strconv.Itoa(n.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", n.dir,
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "2000")
+	tb.Cleanup(n.Stop)
+	n.waitReady()
+	return n
+}
+
+// NodeID is the cluster node id of node i.
+func (cl *Cluster) NodeID(tb testing.TB, i int) string {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: cl.Nodes[i].Addr()})
+	defer c.Close()
+	id, err := c.Do(context.Background(), "CLUSTER", "MYID").Text()
+	if err != nil {
+		tb.Fatalf("testenv: CLUSTER MYID on %s: %v", cl.Nodes[i].Addr(), err)
+	}
+	return id
+}
+
+// AddReplica starts a node, joins it as a replica of master i and waits
+// until its replication link is up. The master's slots then survive the
+// master's death: the replica is promoted after the node timeout (2 s).
+func (cl *Cluster) AddReplica(tb testing.TB, i int) *Redis {
+	tb.Helper()
+	n := startClusterNode(tb)
+	out, err := exec.Command(Binary(tb, "redis-cli"), "--cluster", "add-node", n.Addr(), cl.Nodes[i].Addr(),
+		"--cluster-slave", "--cluster-master-id", cl.NodeID(tb, i)).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("testenv: redis-cli --cluster add-node: %v\n%s", err, out)
+	}
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	err = waitFor(20*time.Second, func() error {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica of %s not in sync yet", cl.Nodes[i].Addr())
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("testenv: replica %s: %v", n.Addr(), err)
+	}
+	return n
 }

@@ -16,6 +16,7 @@ type Redis struct {
 	dir  string
 	Port int
 	Proc *Process
+	aof  bool
 }
 
 // StartRedis starts a redis-server on a free loopback port with persistence
@@ -23,6 +24,17 @@ type Redis struct {
 func StartRedis(tb testing.TB) *Redis {
 	tb.Helper()
 	r := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
+	r.Start()
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// StartRedisAOF is StartRedis with the append-only file on (fsync every
+// second, as docker-compose.yml runs it): a restart after Kill reloads
+// every write Redis acknowledged.
+func StartRedisAOF(tb testing.TB) *Redis {
+	tb.Helper()
+	r := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb), aof: true}
 	r.Start()
 	tb.Cleanup(r.Stop)
 	return r
@@ -37,9 +49,10 @@ func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
 // Start (re)starts the server on its port, as after Kill.
 func (r *Redis) Start() {
 	r.tb.Helper()
+	aof := map[bool]string{false: "no", true: "yes"}[r.aof]
 	r.Proc = start(r.tb, r.dir, "redis.log", "redis-server",
 		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir)
+		"--save", "", "--appendonly", aof, "--appendfsync", "everysec", "--dir", r.dir)
 	r.waitReady()
 }
 

@@ -36,9 +36,9 @@ func HealthHandler() http.Handler {
 // context still gets a 503 at the timeout. Zero timeout means
 // DefaultReadyTimeout; a nil ready or a negative timeout panics.
 //
-// With the local fallback an instance still decides while Redis is down;
-// wire /readyz to the Redis store's Ready only if instances should leave the
-// load balancer then (all of them will at once).
+// This handler is strict: a failing check means not ready. An instance with
+// a fallback still decides while Redis is down, and every instance would
+// leave the load balancer at once; serve a Readiness there instead.
 func ReadyHandler(ready func(context.Context) error, timeout time.Duration) http.Handler {
 	if ready == nil {
 		panic("enforce: ReadyHandler: ready func is nil")
@@ -66,8 +66,9 @@ func ReadyHandler(ready func(context.Context) error, timeout time.Duration) http
 }
 
 type readyBody struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
+	Status   string `json:"status"`
+	Degraded *bool  `json:"degraded,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Probe is the readiness rule of ReadyHandler for other health protocols

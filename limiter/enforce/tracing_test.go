@@ -33,7 +33,7 @@ func TestDecisionOnRequestSpan(t *testing.T) {
 	for i, want := range []string{"allowed", "over_quota"} {
 		attrs := map[string]string{}
 		for _, kv := range spans[i].Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["throttled.decision"] != want || attrs["throttled.rule"] != "per-ip" ||
 			attrs["throttled.tier"] != "free" || attrs["throttled.remaining"] != "0" {
