@@ -10,7 +10,8 @@
 #               --keys 10000 --duration DUR (batched pipelines)
 #   - unbatched: the same with --max-batch 1 (one EVALSHA per decision)
 # and the bytes of Redis memory per live key for each algorithm.
-# OLD_LUA=dir also runs the scripts in dir (say, an older lua/) as old_<alg>.
+# OLD_LUA=dir also runs the scripts in dir (say, an older lua/) as old_<alg>;
+# BEFORE=binary also runs `BEFORE bench --store redis …` (an older throttled).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}; n=${N:-200000}; port=${PORT:-16399}; dur=${DUR:-5s}
@@ -63,6 +64,11 @@ for i in $(seq "$runs"); do
     --duration "$dur" --memory-keys 0 --max-batch 1 --json)
   echo "run $i unbatched $out"
   results[unbatched]="${results[unbatched]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
+  if [ -n "${BEFORE:-}" ]; then
+    out=$("$BEFORE" bench --store redis --redis-url "$url" --concurrency 64 --keys 10000 --duration "$dur" --json)
+    echo "run $i before $out"
+    results[before]="${results[before]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
+  fi
 done
 med() { echo "$@" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 for name in $names; do
@@ -72,6 +78,7 @@ d=$(med ${results[decisions]}); p=$(med ${results[plain]})
 echo "median decisions $d decisions/s (p50 $(med ${results[p50_us]}) us, p99 $(med ${results[p99_us]}) us," \
   "p99.9 $(med ${results[p999_us]}) us, cpu $(med ${results[cpu_seconds]}) s)"
 echo "median unbatched $(med ${results[unbatched]}) decisions/s"
+[ -n "${BEFORE:-}" ] && echo "median before $(med ${results[before]}) decisions/s"
 echo "ratio decisions/plain $(awk -v d="$d" -v p="$p" 'BEGIN{printf "%.2f", d/p}')"
 for alg in $algs; do
   out=$("$dir/throttled" bench decisions --store redis --redis-url "$url" --algorithm "$alg" --concurrency 64 \

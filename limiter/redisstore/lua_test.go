@@ -38,3 +38,20 @@ func TestScriptsSharePreludeAndFinish(t *testing.T) {
 		t.Error("ScriptSource of an unknown algorithm is not empty")
 	}
 }
+
+// TestBatchSources: in a batch script every ARGV and KEYS index is read at
+// the decision's offset, and Redis TIME only through the batch's one read.
+func TestBatchSources(t *testing.T) {
+	for _, a := range limiter.Algorithms() {
+		src := batchSources[a]
+		if n, m := strings.Count(src, "ARGV["), strings.Count(src, "ARGV[b + "); n != m || n == 0 {
+			t.Errorf("%v: %d ARGV indexes, %d at the offset", a, n, m)
+		}
+		if n, m := strings.Count(src, "KEYS["), strings.Count(src, "KEYS[kb + "); n != m || n == 0 {
+			t.Errorf("%v: %d KEYS indexes, %d at the offset", a, n, m)
+		}
+		if n := strings.Count(src, "redis.call('TIME')"); n != 1 {
+			t.Errorf("%v: %d TIME calls, want the batch's one", a, n)
+		}
+	}
+}

@@ -3,39 +3,35 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/limiter"
 )
 
 // A batch script decides many requests of one algorithm in one EVALSHA:
-// it wraps the algorithm's script as a function and calls it once per
-// decision, reads Redis TIME once for all of them, and replies with one
-// reply per decision (an error reply where a decision failed, so one bad
-// key fails only its own decision). Used on a single Redis, where a script
-// may touch keys of any slot; on a cluster every decision is its own
-// EVALSHA, pipelined per node.
+// the algorithm's script, with ARGV[n] read as ARGV[b + n] and KEYS[n] as
+// KEYS[kb + n], becomes a function called once per decision (under pcall,
+// so one bad key fails only its own decision, as an error reply in its
+// place); Redis TIME is read once for the whole batch. Used on a single
+// Redis, where a script may touch keys of any slot; on a cluster every
+// decision is its own EVALSHA, pipelined per node.
 //
 //	KEYS = keys of decision 1, keys of decision 2, …  (1 or 2 per decision)
 //	ARGV = the 7 arguments of decision 1, of decision 2, …
-const batchHead = "local decide = function(KEYS, ARGV)\n"
+const batchHead = `local tnow
+local function btime()
+  if tnow == nil then tnow = redis.call('TIME') end
+  return tnow
+end
+local decide = function(b, kb)
+`
 
 const batchTail = `
 end
-local nk, out, now = %d, {}, nil
+local nk, out = %d, {}
 for i = 1, #ARGV / 7 do
-  local b = (i - 1) * 7
-  local a = {ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6], ARGV[b + 7]}
-  if a[1] == '' then
-    if now == nil then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    end
-    a[1] = now
-  end
-  local k = {KEYS[(i - 1) * nk + 1]}
-  if nk == 2 then k[2] = KEYS[i * 2] end
-  local ok, r = pcall(decide, k, a)
+  local ok, r = pcall(decide, (i - 1) * 7, (i - 1) * nk)
   if ok then out[i] = r
   elseif type(r) == 'table' and r.err then out[i] = r
   else out[i] = {err = 'ERR ' .. tostring(r)} end
@@ -43,10 +39,24 @@ end
 return out
 `
 
+var (
+	argRE  = regexp.MustCompile(`\bARGV\[([1-7])\]`)
+	keyRE  = regexp.MustCompile(`\bKEYS\[([12])\]`)
+	timeRE = regexp.MustCompile(`redis\.call\('TIME'\)`)
+)
+
+// batchSource is the batch script of an algorithm's script src.
+func batchSource(src string, keysPer int) string {
+	body := argRE.ReplaceAllString(src, "ARGV[b + $1]")
+	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
+	body = timeRE.ReplaceAllString(body, "btime()")
+	return batchHead + body + fmt.Sprintf(batchTail, keysPer)
+}
+
 // batchSources and batchScripts are indexed by Algorithm, made once.
 var batchSources, batchScripts = func() (src [limiter.NumAlgorithms]string, s [limiter.NumAlgorithms]*redis.Script) {
 	for _, a := range limiter.Algorithms() {
-		src[a] = batchHead + sources[a] + fmt.Sprintf(batchTail, keysPer(a))
+		src[a] = batchSource(sources[a], keysPer(a))
 		s[a] = redis.NewScript(src[a])
 	}
 	return src, s
