@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -99,6 +100,9 @@ func New(shared limiter.Store, s Settings) (*Store, error) {
 // Decide spends a leased token when the key holds one, else decides
 // through the shared store (leasing a batch when the key is hot).
 func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	if d, ok := s.spend(&req); ok {
+		return d, nil
+	}
 	if err := req.Normalize(); err != nil {
 		return limiter.Decision{}, err
 	}
@@ -108,12 +112,6 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	now, k := s.set.Now(), leaseKey{req.Rule.Name, req.Key}
 	s.mu.Lock()
 	l := s.leases[k]
-	if l != nil && l.rule == req.Rule && now.Before(l.expires) && l.tokens >= req.Cost {
-		l.tokens -= req.Cost
-		rem := l.base + l.tokens
-		s.mu.Unlock()
-		return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, nil
-	}
 	hot := l != nil && l.rule == req.Rule && now.Before(l.expires) && !l.refilled
 	switch {
 	case hot:
@@ -127,6 +125,30 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		return s.shared.Decide(ctx, req)
 	}
 	return s.refill(ctx, req, k, l, now)
+}
+
+// spend is the local path: it decides req from the key's lease when the
+// lease was taken under req's rule (so the rule is valid) and holds the
+// cost. Requests it cannot judge without Normalize go the long way.
+func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
+	cost, m := req.Cost, req.Multiplier
+	if cost == 0 {
+		cost = 1
+	}
+	if cost < 0 || req.Refund || req.Peek || req.Key == "" || !(m == 0 || m >= 1 && m <= math.MaxFloat64) {
+		return limiter.Decision{}, false
+	}
+	now := s.set.Now()
+	s.mu.Lock()
+	l := s.leases[leaseKey{req.Rule.Name, req.Key}]
+	if l == nil || l.rule != req.Rule || !now.Before(l.expires) || l.tokens < cost {
+		s.mu.Unlock()
+		return limiter.Decision{}, false
+	}
+	l.tokens -= cost
+	rem := l.base + l.tokens
+	s.mu.Unlock()
+	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
 }
 
 // refill leases a batch for req's key along with req's own cost; when the

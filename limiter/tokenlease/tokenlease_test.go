@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,7 +193,7 @@ func Example() {
 // is rarely asked: one call per Size decisions).
 func BenchmarkLocalDecide(b *testing.B) {
 	s, _ := tokenlease.New(limiter.NewMemory(), tokenlease.Settings{Size: 1 << 30})
-	r := limiter.Rule{Name: "api", Limit: 1 << 40, Period: time.Second}
+	r := limiter.Rule{Name: "api", Limit: 1e12, Period: time.Second}
 	req := limiter.Request{Key: "client-1", Rule: r}
 	ctx := context.Background()
 	for range 2 {
@@ -200,8 +201,29 @@ func BenchmarkLocalDecide(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if d, _ := s.Decide(ctx, req); !d.Allowed {
-			b.Fatal("refused")
+		if d, err := s.Decide(ctx, req); err != nil || !d.Allowed {
+			b.Fatal("refused: ", err)
+		}
+	}
+}
+
+// TestInvalidWithLease: a key that holds a lease still gets ErrInvalid for
+// a request the shared store would refuse as invalid.
+func TestInvalidWithLease(t *testing.T) {
+	clock := fakeclock.New(t0)
+	s, _ := tokenlease.New(limiter.NewMemory(limiter.WithClock(clock.Now)), tokenlease.Settings{Size: 4, Now: clock.Now})
+	for range 2 { // exact, then lease
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, req := range []limiter.Request{
+		{Key: "k", Rule: rule, Cost: -1},
+		{Key: "k", Rule: rule, Multiplier: math.NaN()},
+		{Key: "k", Rule: rule, Multiplier: math.Inf(1)},
+	} {
+		if _, err := s.Decide(context.Background(), req); !errors.Is(err, limiter.ErrInvalid) {
+			t.Errorf("cost %d multiplier %v: err = %v, want ErrInvalid", req.Cost, req.Multiplier, err)
 		}
 	}
 }
