@@ -16,7 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}; n=${N:-200000}; port=${PORT:-16399}; dur=${DUR:-5s}
 algs=${ALGS:-token_bucket gcra leaky_bucket fixed_window sliding_window_counter sliding_window_log}
-plain=${PLAIN:-../shared/bench/plain-token-bucket.lua}
+# ../shared next to the main checkout (also from a git worktree)
+plain=${PLAIN:-$(cd "$(git rev-parse --git-common-dir)/../.." && pwd)/shared/bench/plain-token-bucket.lua}
+[ -f "$plain" ] || { echo "no $plain: set PLAIN" >&2; exit 1; }
 dir=$(mktemp -d)
 export PATH=$PATH:/usr/local/go/bin
 go build -o "$dir/throttled" ./cmd/throttled
@@ -52,6 +54,8 @@ for i in $(seq "$runs"); do
     echo "run $i $name $rps req/s, ${us} us/call in redis"
     results[$name]="${results[$name]:-} $rps"; usec[$name]="${usec[$name]:-} $us"
   done
+  flush() { redis-cli -p "$port" FLUSHALL >/dev/null; } # older versions keep other key types
+  flush
   out=$("$dir/throttled" bench decisions --store redis --redis-url "$url" --concurrency 64 --keys 10000 \
     --duration "$dur" --memory-keys 0 --json)
   echo "run $i decisions $out"
@@ -60,11 +64,13 @@ for i in $(seq "$runs"); do
   for f in p50_us p99_us p999_us cpu_seconds; do
     results[$f]="${results[$f]:-} $(echo "$out" | grep -oE "\"$f\":[0-9.]+" | cut -d: -f2)"
   done
+  flush
   out=$("$dir/throttled" bench decisions --store redis --redis-url "$url" --concurrency 64 --keys 10000 \
     --duration "$dur" --memory-keys 0 --max-batch 1 --json)
   echo "run $i unbatched $out"
   results[unbatched]="${results[unbatched]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
   if [ -n "${BEFORE:-}" ]; then
+    flush
     out=$("$BEFORE" bench --store redis --redis-url "$url" --concurrency 64 --keys 10000 --duration "$dur" --json)
     echo "run $i before $out"
     results[before]="${results[before]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
