@@ -47,6 +47,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	dur := fs.Duration("duration", 3*time.Second, "length of each measurement")
 	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	for round := 1; round <= *runs; round++ {
 		var base float64
 		for _, m := range ms {
-			h, err := benchHandler(m, rdb)
+			h, err := benchHandler(m, rdb, redisstore.Settings{Pipelines: *pipes})
 			if err != nil {
 				return err
 			}
@@ -118,7 +119,7 @@ var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 
 // benchHandler is the hello world behind the middleware of mode m: one
 // rule per API key, a quota no client reaches.
-func benchHandler(m string, rdb *redis.Client) (http.Handler, error) {
+func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Handler, error) {
 	var s limiter.Store
 	switch m {
 	case "none":
@@ -126,9 +127,11 @@ func benchHandler(m string, rdb *redis.Client) (http.Handler, error) {
 	case "memory":
 		s = limiter.NewMemory()
 	case "redis", "lease":
-		s = redisstore.New(rdb, limiter.WithPrefix(benchPrefix))
+		var err error
+		if s, err = redisstore.NewWithSettings(rdb, set, limiter.WithPrefix(benchPrefix)); err != nil {
+			return nil, fmt.Errorf("bench http: --pipelines: %w", err)
+		}
 		if m == "lease" {
-			var err error
 			if s, err = tokenlease.New(s, tokenlease.Settings{Size: 64}); err != nil {
 				return nil, err
 			}

@@ -24,7 +24,8 @@ type Settings struct {
 	MaxBatch int
 	// Pipelines is how many pipelines may be in flight at once. While they
 	// all are, new decisions wait and leave together in the next one, so
-	// batches grow with load and a lone decision leaves at once. 0 means 4.
+	// batches grow with load and a lone decision leaves at once. 0 means 2
+	// (on loopback, 2 made more decisions/s than 1 or 4, and a lower p99 than 4).
 	Pipelines int
 	// Linger is how long a pipeline that is not full waits for more
 	// decisions before it leaves. 0 means no wait (the default): batching
@@ -43,7 +44,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.MaxBatch = 64
 	}
 	if s.Pipelines == 0 {
-		s.Pipelines = 4
+		s.Pipelines = 2
 	}
 	if s.MaxWaiting == 0 {
 		s.MaxWaiting = 8192
