@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// benchResult is what `throttled bench --json` prints.
+// benchResult is what `throttled bench decisions --json` prints.
 type benchResult struct {
 	Store           string  `json:"store"`
 	Algorithm       string  `json:"algorithm"`
@@ -30,9 +31,15 @@ type benchResult struct {
 	DecisionsPerSec float64 `json:"decisions_per_sec"`
 	P50Micros       float64 `json:"p50_us"`
 	P99Micros       float64 `json:"p99_us"`
+	P999Micros      float64 `json:"p999_us"`
+	CPUSeconds      float64 `json:"cpu_seconds"` // user+system CPU of this process during the run
+	// RedisBytesPerKey is the growth of Redis INFO memory used_memory per
+	// live key after one decision on each of --memory-keys fresh keys
+	// (--store redis only; keys "throttled-bench:<alg>:{mem:N}").
+	RedisBytesPerKey float64 `json:"redis_bytes_per_key,omitempty"`
 }
 
-// bench dispatches `throttled bench decisions|overload`; without a
+// bench dispatches `throttled bench decisions|overload|http`; without a
 // subcommand (or with flags first) it is `bench decisions`, the old name.
 func bench(args []string, w io.Writer) error {
 	if len(args) > 0 {
@@ -41,6 +48,8 @@ func bench(args []string, w io.Writer) error {
 			return benchOverload(args[1:], w)
 		case "decisions":
 			return benchDecisions(args[1:], w)
+		case "http":
+			return benchHTTP(args[1:], w)
 		}
 	}
 	return benchDecisions(args, w)
@@ -58,6 +67,9 @@ func benchDecisions(args []string, w io.Writer) error {
 	keys := fs.Int("keys", 1024, "distinct keys")
 	dur := fs.Duration("duration", 5*time.Second, "how long to measure")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	maxBatch := fs.Int("max-batch", 0, "redis: decisions per pipeline (0: default, 1: no batching)")
+	pipes := fs.Int("pipelines", 0, "redis: pipelines in flight (0: default)")
+	memKeys := fs.Int("memory-keys", 100_000, "redis: fresh keys for the bytes-per-key figure (0: skip)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,10 +77,12 @@ func benchDecisions(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *conc < 1 || *conc > 10000 || *keys < 1 || *keys > 10_000_000 || *dur <= 0 || *dur > time.Hour {
-		return errors.New("bench: want 1 ≤ --concurrency ≤ 10000, 1 ≤ --keys ≤ 1e7, 0 < --duration ≤ 1h")
+	if *conc < 1 || *conc > 10000 || *keys < 1 || *keys > 10_000_000 || *dur <= 0 || *dur > time.Hour ||
+		*memKeys < 0 || *memKeys > 10_000_000 {
+		return errors.New("bench: want 1 ≤ --concurrency ≤ 10000, 1 ≤ --keys ≤ 1e7, 0 < --duration ≤ 1h, 0 ≤ --memory-keys ≤ 1e7")
 	}
 	var s limiter.Store
+	var rdb *redis.Client
 	switch *store {
 	case "memory":
 		s = limiter.NewMemory()
@@ -78,19 +92,34 @@ func benchDecisions(args []string, w io.Writer) error {
 			return fmt.Errorf("bench: --redis-url: %w", err)
 		}
 		opt.PoolSize = *conc
-		c := redis.NewClient(opt)
-		defer c.Close()
-		s = redisstore.New(c, limiter.WithPrefix("throttled-bench:"))
+		opt.ContextTimeoutEnabled = true
+		rdb = redis.NewClient(opt)
+		defer rdb.Close()
+		if s, err = redisstore.NewWithSettings(rdb, redisstore.Settings{MaxBatch: *maxBatch, Pipelines: *pipes}, limiter.WithPrefix(benchPrefix)); err != nil {
+			return fmt.Errorf("bench: --max-batch or --pipelines: %w", err)
+		}
 	default:
 		return fmt.Errorf("bench: --store %q: want memory or redis", *store)
 	}
 	res := runBench(s, alg, *conc, *keys, *dur)
 	res.Store = *store
+	if rdb != nil && *memKeys > 0 {
+		if res.RedisBytesPerKey, err = redisBytesPerKey(rdb, s, alg, *memKeys, *conc); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return json.NewEncoder(w).Encode(res)
 	}
-	_, err = fmt.Fprintf(w, "%s %s: %d callers, %d keys, %.1fs: %.0f decisions/s, p50 %.0fµs, p99 %.0fµs, %d errors\n",
-		res.Store, res.Algorithm, res.Concurrency, res.Keys, res.DurationSeconds, res.DecisionsPerSec, res.P50Micros, res.P99Micros, res.Errors)
+	_, err = fmt.Fprintf(w, "%s %s: %d callers, %d keys, %.1fs: %.0f decisions/s, p50 %.0fµs, p99 %.0fµs, p99.9 %.0fµs, %d errors, %.2f CPU s",
+		res.Store, res.Algorithm, res.Concurrency, res.Keys, res.DurationSeconds, res.DecisionsPerSec,
+		res.P50Micros, res.P99Micros, res.P999Micros, res.Errors, res.CPUSeconds)
+	if err == nil && res.RedisBytesPerKey > 0 {
+		_, err = fmt.Fprintf(w, ", %.0f B of Redis memory per key", res.RedisBytesPerKey)
+	}
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
+	}
 	return err
 }
 
@@ -104,32 +133,30 @@ func runBench(s limiter.Store, alg limiter.Algorithm, conc, nkeys int, dur time.
 		rule.Limit, rule.Period = 100, 10*time.Millisecond // bounded logs
 	}
 	var n, errs atomic.Int64
+	var stop atomic.Bool // decisions in flight at the end finish normally
 	lat := make([][]time.Duration, conc)
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
+	ctx := context.Background()
 	var wg sync.WaitGroup
-	start := time.Now()
+	cpu0, start := cpuSeconds(), time.Now()
+	t := time.AfterFunc(dur, func() { stop.Store(true) })
+	defer t.Stop()
 	for g := 0; g < conc; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := g; ctx.Err() == nil; i += conc {
+			for i := g; !stop.Load(); i += conc {
 				t0 := time.Now()
 				if _, err := s.Decide(ctx, limiter.Request{Key: keys[i%nkeys], Rule: rule}); err != nil {
-					if ctx.Err() == nil {
-						errs.Add(1)
-					}
+					errs.Add(1)
 					continue
 				}
-				if i/conc%16 == 0 { // sample 1 in 16 latencies
-					lat[g] = append(lat[g], time.Since(t0))
-				}
+				lat[g] = append(lat[g], time.Since(t0))
 				n.Add(1)
 			}
 		}(g)
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), cpuSeconds()-cpu0
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
@@ -143,5 +170,84 @@ func runBench(s limiter.Store, alg limiter.Algorithm, conc, nkeys int, dur time.
 	}
 	return benchResult{Algorithm: alg.String(), Concurrency: conc, Keys: nkeys, DurationSeconds: el.Seconds(),
 		Decisions: n.Load(), Errors: errs.Load(), DecisionsPerSec: float64(n.Load()) / el.Seconds(),
-		P50Micros: q(0.5), P99Micros: q(0.99)}
+		P50Micros: q(0.5), P99Micros: q(0.99), P999Micros: q(0.999), CPUSeconds: cpu}
+}
+
+// benchPrefix is the prefix of every key the bench writes.
+const benchPrefix = "throttled-bench:"
+
+// redisBytesPerKey makes one decision on each of n fresh keys, with a rule
+// whose state lives an hour (so none expires while counting), and returns
+// the growth of INFO memory used_memory per key. The keys are unlinked
+// before and after.
+func redisBytesPerKey(c *redis.Client, s limiter.Store, alg limiter.Algorithm, n, conc int) (float64, error) {
+	ctx := context.Background()
+	if err := unlinkBenchKeys(ctx, c); err != nil {
+		return 0, err
+	}
+	before, err := usedMemory(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	rule := limiter.Rule{Name: "mem", Algorithm: alg, Limit: 1, Period: time.Hour, Burst: 1}
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for g := 0; g < conc; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < n; i += conc {
+				if _, err := s.Decide(ctx, limiter.Request{Key: "mem:" + strconv.Itoa(i), Rule: rule}); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return 0, fmt.Errorf("bench: memory: %w", err)
+	}
+	after, err := usedMemory(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(n), unlinkBenchKeys(ctx, c)
+}
+
+// usedMemory is INFO memory's used_memory.
+func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, fmt.Errorf("bench: INFO memory: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("bench: INFO memory has no used_memory")
+}
+
+// unlinkBenchKeys removes every key under benchPrefix.
+func unlinkBenchKeys(ctx context.Context, c *redis.Client) error {
+	iter := c.Scan(ctx, 0, benchPrefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			if err := c.Unlink(ctx, batch...).Err(); err != nil {
+				return fmt.Errorf("bench: UNLINK: %w", err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := c.Unlink(ctx, batch...).Err(); err != nil {
+			return fmt.Errorf("bench: UNLINK: %w", err)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("bench: SCAN: %w", err)
+	}
+	return nil
 }

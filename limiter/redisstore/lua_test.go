@@ -8,17 +8,19 @@ import (
 )
 
 // Every script is a complete file (so it runs with redis-benchmark as it
-// is) and they share one prelude, which reads ARGV, and one finish, which
-// sets the TTL and replies: an edit to one must be made to all.
+// is) and they share one prelude, which reads ARGV, one TTL rule (time to
+// refill in ms, rounded up, plus one second) and one reply: an edit to one
+// must be made to all.
 func TestScriptsSharePreludeAndFinish(t *testing.T) {
-	const preludeEnd, finishStart = "local eps = 1e-9\n", "redis.call('PEXPIRE', KEYS[1]"
+	const preludeEnd, finishStart = "local eps = 1e-9\n", "return {"
+	const ttl = "math.ceil(math.min(ttl, maxus) / 1000) + 1000)"
 	var prelude, finish string
 	for _, a := range limiter.Algorithms() {
 		src := ScriptSource(a)
 		i, j := strings.Index(src, "local now\n"), strings.Index(src, preludeEnd)
 		k := strings.LastIndex(src, finishStart)
-		if i < 0 || j < 0 || k < 0 {
-			t.Fatalf("%v: script lacks the prelude or the finish", a)
+		if i < 0 || j < 0 || k < 0 || !strings.Contains(src, ttl) {
+			t.Fatalf("%v: script lacks the prelude, the TTL rule or the reply", a)
 		}
 		p, f := src[i:j+len(preludeEnd)], src[k:]
 		if prelude == "" {
@@ -34,5 +36,22 @@ func TestScriptsSharePreludeAndFinish(t *testing.T) {
 	}
 	if ScriptSource(limiter.Algorithm(limiter.NumAlgorithms)) != "" {
 		t.Error("ScriptSource of an unknown algorithm is not empty")
+	}
+}
+
+// TestBatchSources: in a batch script every ARGV and KEYS index is read at
+// the decision's offset, and Redis TIME only through the batch's one read.
+func TestBatchSources(t *testing.T) {
+	for _, a := range limiter.Algorithms() {
+		src := batchSources[a]
+		if n, m := strings.Count(src, "ARGV["), strings.Count(src, "ARGV[b + "); n != m || n == 0 {
+			t.Errorf("%v: %d ARGV indexes, %d at the offset", a, n, m)
+		}
+		if n, m := strings.Count(src, "KEYS["), strings.Count(src, "KEYS[kb + "); n != m || n == 0 {
+			t.Errorf("%v: %d KEYS indexes, %d at the offset", a, n, m)
+		}
+		if n := strings.Count(src, "redis.call('TIME')"); n != 1 {
+			t.Errorf("%v: %d TIME calls, want the batch's one", a, n)
+		}
 	}
 }

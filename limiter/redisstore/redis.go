@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,19 +18,41 @@ var ErrBadReply = errors.New("redisstore: unexpected reply from redis")
 
 // Store is the shared store: one Lua script call per decision, so every
 // instance that uses the same Redis (or Redis Cluster) shares one truth.
+// Concurrent decisions are coalesced into pipelines (see Settings): on a
+// single Redis one batch script per algorithm decides a whole batch; on a
+// cluster each decision is its own EVALSHA in a pipeline per node.
 type Store struct {
 	c      redis.UniversalClient
 	prefix string
 	now    func() time.Time // nil: Redis TIME
 	err    error            // a bad prefix: every decision fails with it
+	set    Settings
+	multi  bool // batch scripts: c is a single Redis
+
+	mu       sync.Mutex // guards queue and flushers
+	queue    []*job
+	flushers int
 }
 
-// New returns a store on c, a single Redis or a cluster client.
+// New returns a store on c, a single Redis or a cluster client, with the
+// default Settings.
 // Options: limiter.WithPrefix, limiter.WithClock (tests only, see WithClock).
 // A prefix that CheckPrefix refuses makes every decision (and Ready) fail.
 func New(c redis.UniversalClient, opts ...limiter.Option) *Store {
+	s, _ := NewWithSettings(c, Settings{}, opts...) // zero Settings are valid
+	return s
+}
+
+// NewWithSettings is New with batching tuned by s; it fails with
+// ErrBadSettings when s is out of range.
+func NewWithSettings(c redis.UniversalClient, s Settings, opts ...limiter.Option) (*Store, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	o := limiter.NewOptions(opts...)
-	return &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix)}
+	_, single := c.(*redis.Client)
+	return &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix), set: s, multi: single}, nil
 }
 
 // CheckPrefix reports a key prefix the store cannot use: one with { or },
@@ -84,13 +107,25 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 			return d, err
 		}
 	}
-	res, err := scripts[alg].Run(ctx, r.c, keys,
-		now, req.Rule.Limit, int64(req.Rule.Period/time.Microsecond),
-		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]).Result()
+	j := &job{ctx: ctx, keys: keys, alg: int(alg), args: [7]any{now, req.Rule.Limit, int64(req.Rule.Period / time.Microsecond),
+		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]}}
+	res, err := r.run(ctx, j)
 	if err != nil {
 		return limiter.Decision{}, fmt.Errorf("redisstore: %s: %w", alg, err)
 	}
 	return decodeReply(&req, res)
+}
+
+// run sends j alone (MaxBatch 1) or through the queue.
+func (r *Store) run(ctx context.Context, j *job) (any, error) {
+	if r.set.MaxBatch == 1 {
+		return scripts[j.alg].Run(ctx, r.c, j.keys, j.args[:]...).Result()
+	}
+	j.done = make(chan struct{})
+	if err := r.enqueue(j); err != nil {
+		return nil, err
+	}
+	return wait(ctx, j)
 }
 
 // HonoursDeadlines reports an error when the go-redis client ignores

@@ -2,8 +2,8 @@
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
--- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps")
--- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+-- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps"),
+-- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -17,8 +17,15 @@ local refund = ARGV[7] == '1'
 local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local ws = math.floor(now / period) * period
-local v = redis.call('HMGET', KEYS[1], 'q', 'c', 'ts')
-local q, c, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+-- State: one string, struct.pack('<ddd', q, c, ts); a hash {q, c, ts}
+-- written by older versions is read once and replaced.
+local v, q, c, ts = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' and #v == 24 then q, c, ts = struct.unpack('<ddd', v)
+elseif type(v) == 'table' then
+  v = redis.call('HMGET', KEYS[1], 'q', 'c', 'ts')
+  q, c, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+  redis.call('DEL', KEYS[1])
+end
 if q == nil or ts ~= ws then q, c = 0, 0 elseif c == nil then c = q end
 local al = math.max(math.floor(limit * m + eps), cost)
 local left = ws + period - now
@@ -29,7 +36,6 @@ elseif c + cost > al then q = q + cost; reason = 2
 else q, c = q + cost, c + cost end
 local retry = 0
 if reason ~= 0 then retry = left end
-redis.call('HSET', KEYS[1], 'q', q, 'c', c, 'ts', ws)
 local remaining, reset, ttl = math.max(0, math.min(limit - q, al - c)), left, left
-redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+redis.call('SET', KEYS[1], struct.pack('<ddd', q, c, ws), 'PX', math.ceil(math.min(ttl, maxus) / 1000) + 1000)
 return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -2,8 +2,8 @@
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
--- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps")
--- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+-- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps"),
+-- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -22,8 +22,15 @@ local tol = t * burst
 local tola = ta * math.max(burst * m, cost)
 -- q, a: theoretical arrival times relative to ts, the last update (see gcra in
 -- algorithms.go: absolute µs in a double are too coarse at high rates).
-local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
-local bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+-- State: one string, struct.pack('<ddd', bq, ba, ts); a hash {q, a, ts}
+-- written by older versions is read once and replaced.
+local v, bq, ba, ts = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' and #v == 24 then bq, ba, ts = struct.unpack('<ddd', v)
+elseif type(v) == 'table' then
+  v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
+  bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+  redis.call('DEL', KEYS[1])
+end
 if bq == nil or ba == nil then bq, ba, ts = 0, 0, now
 elseif ts == nil then bq, ba, ts = math.max(0, bq - now), math.max(0, ba - now), now end -- absolute, as older versions wrote
 local el = math.max(0, now - ts)
@@ -36,7 +43,6 @@ elseif nq - tol > eps * t then reason, retry = 1, nq - tol
 elseif na - tola > eps * ta then bq = nq; reason, retry = 2, math.max(na - tola, nq + t * cost - tol)
 else bq, ba = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - bq) / t, (tola - ba) / ta) + eps))
-redis.call('HSET', KEYS[1], 'q', bq, 'a', ba, 'ts', math.max(ts, now))
 local reset, ttl = bq, math.max(bq, ba)
-redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+redis.call('SET', KEYS[1], struct.pack('<ddd', bq, ba, math.max(ts, now)), 'PX', math.ceil(math.min(ttl, maxus) / 1000) + 1000)
 return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

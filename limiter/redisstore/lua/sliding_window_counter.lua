@@ -3,7 +3,7 @@
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
 -- It mirrors limiter/windows.go operation by operation. The prelude (up to "local eps")
--- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+-- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -17,8 +17,15 @@ local refund = ARGV[7] == '1'
 local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
 local ws = math.floor(now / period) * period
-local v = redis.call('HMGET', KEYS[1], 'q', 'a', 'c', 'd', 'ts')
-local q, a, c, d, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4]), tonumber(v[5])
+-- State: one string, struct.pack('<ddddd', q, a, c, d, ts); a hash
+-- {q, a, c, d, ts} written by older versions is read once and replaced.
+local v, q, a, c, d, ts = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' and #v == 40 then q, a, c, d, ts = struct.unpack('<ddddd', v)
+elseif type(v) == 'table' then
+  v = redis.call('HMGET', KEYS[1], 'q', 'a', 'c', 'd', 'ts')
+  q, a, c, d, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4]), tonumber(v[5])
+  redis.call('DEL', KEYS[1])
+end
 if c == nil or d == nil then c, d = q, a end -- state of a version that counted admitted units only
 if q == nil or a == nil or ts == nil then q, a, c, d, ts = 0, 0, 0, 0, ws
 elseif ts == ws then
@@ -53,6 +60,5 @@ local remaining = math.max(0, math.floor(math.min(limit - est, al - adm) + eps))
 local ttl = ws + 2 * period - now
 local reset = 0
 if q > 0 then reset = ttl elseif a > 0 then reset = ws + period - now end
-redis.call('HSET', KEYS[1], 'q', q, 'a', a, 'c', c, 'd', d, 'ts', ts)
-redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+redis.call('SET', KEYS[1], struct.pack('<ddddd', q, a, c, d, ts), 'PX', math.ceil(math.min(ttl, maxus) / 1000) + 1000)
 return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

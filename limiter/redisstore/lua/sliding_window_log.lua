@@ -3,7 +3,7 @@
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
 -- It mirrors limiter/windows.go operation by operation. The prelude (up to "local eps")
--- and the finish (PEXPIRE, return) are the same in every script; a test checks it.
+-- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/limiter/tokenlease"
+)
+
+// httpResult is one mode of one round of `throttled bench http`.
+type httpResult struct {
+	Round          int     `json:"round"`
+	Mode           string  `json:"mode"`             // none, memory, redis, lease
+	RequestsPerSec float64 `json:"requests_per_sec"` // closed loop, --conns connections
+	Ratio          float64 `json:"ratio"`            // of mode none in the same round
+	HalfLoadRPS    float64 `json:"half_load_rps"`    // offered: half of none's requests_per_sec
+	P50Micros      float64 `json:"p50_us"`           // at half load, from each request's scheduled time
+	P99Micros      float64 `json:"p99_us"`
+	Errors         int64   `json:"errors"` // non-200 answers and transport errors
+}
+
+// benchHTTP serves a hello world on loopback with and without the
+// enforcement middleware and loads it from this process.
+func benchHTTP(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("bench http", flag.ContinueOnError)
+	fs.SetOutput(w)
+	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease")
+	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis and lease)")
+	conns := fs.Int("conns", 64, "concurrent connections of the closed loop")
+	keys := fs.Int("keys", 1000, "distinct API keys")
+	dur := fs.Duration("duration", 3*time.Second, "length of each measurement")
+	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *conns < 1 || *conns > 4096 || *keys < 1 || *runs < 1 || *runs > 100 || *dur <= 0 || *dur > 10*time.Minute {
+		return errors.New("bench http: want 1 ≤ --conns ≤ 4096, --keys ≥ 1, 1 ≤ --runs ≤ 100, 0 < --duration ≤ 10m")
+	}
+	ms := strings.Split(*modes, ",")
+	if len(ms) == 0 || ms[0] != "none" {
+		ms = append([]string{"none"}, ms...) // ratios and half load need it first
+	}
+	var rdb *redis.Client
+	for _, m := range ms {
+		switch m {
+		case "none", "memory":
+		case "redis", "lease":
+			if rdb == nil {
+				opt, err := redis.ParseURL(*redisURL)
+				if err != nil {
+					return fmt.Errorf("bench http: --redis-url: %w", err)
+				}
+				opt.PoolSize, opt.ContextTimeoutEnabled = *conns, true
+				rdb = redis.NewClient(opt)
+				defer rdb.Close()
+			}
+		default:
+			return fmt.Errorf("bench http: mode %q: want none, memory, redis or lease", m)
+		}
+	}
+	enc := json.NewEncoder(w)
+	for round := 1; round <= *runs; round++ {
+		var base float64
+		for _, m := range ms {
+			h, err := benchHandler(m, rdb, redisstore.Settings{Pipelines: *pipes})
+			if err != nil {
+				return err
+			}
+			res, err := benchServe(h, *conns, *keys, *dur, base/2, true)
+			if err != nil {
+				return err
+			}
+			if m == "none" { // its own half load, now that it is known
+				base = res.RequestsPerSec
+				half, err := benchServe(h, *conns, *keys, *dur, base/2, false)
+				if err != nil {
+					return err
+				}
+				res.HalfLoadRPS, res.P50Micros, res.P99Micros, res.Errors =
+					half.HalfLoadRPS, half.P50Micros, half.P99Micros, res.Errors+half.Errors
+			}
+			res.Round, res.Mode, res.Ratio = round, m, res.RequestsPerSec/base
+			if *asJSON {
+				err = enc.Encode(res)
+			} else {
+				_, err = fmt.Fprintf(w, "round %d %-6s %8.0f req/s (%.2f of none); at %.0f req/s p50 %.0fµs p99 %.0fµs; %d errors\n",
+					round, m, res.RequestsPerSec, res.Ratio, res.HalfLoadRPS, res.P50Micros, res.P99Micros, res.Errors)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "Hello, World!")
+})
+
+// benchHandler is the hello world behind the middleware of mode m: one
+// rule per API key, a quota no client reaches.
+func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Handler, error) {
+	var s limiter.Store
+	switch m {
+	case "none":
+		return helloWorld, nil
+	case "memory":
+		s = limiter.NewMemory()
+	case "redis", "lease":
+		var err error
+		if s, err = redisstore.NewWithSettings(rdb, set, limiter.WithPrefix(benchPrefix)); err != nil {
+			return nil, fmt.Errorf("bench http: --pipelines: %w", err)
+		}
+		if m == "lease" {
+			if s, err = tokenlease.New(s, tokenlease.Settings{Size: 64}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p := enforce.Policy{
+		Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}}},
+	}
+	e, err := enforce.New(s, p, enforce.Settings{})
+	if err != nil {
+		return nil, err
+	}
+	return e.Middleware(helloWorld), nil
+}
+
+// benchServe serves h on loopback, loads it for dur with conns connections
+// as fast as they go (when closed), then (when half > 0) at half
+// requests/s for dur.
+func benchServe(h http.Handler, conns, keys int, dur time.Duration, half float64, closed bool) (httpResult, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return httpResult{}, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Close
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String() + "/hello"
+	var res httpResult
+	if closed {
+		n, errs := benchLoop(c, url, conns, keys, dur, 0)
+		res.RequestsPerSec, res.Errors = float64(len(n))/dur.Seconds(), errs
+	}
+	if half > 0 {
+		lat, errs := benchLoop(c, url, conns, keys, dur, half)
+		res.HalfLoadRPS, res.Errors = half, res.Errors+errs
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		if len(lat) > 0 {
+			res.P50Micros = float64(lat[len(lat)/2].Microseconds())
+			res.P99Micros = float64(lat[len(lat)*99/100].Microseconds())
+		}
+	}
+	return res, nil
+}
+
+// benchLoop sends requests from conns goroutines for dur: back to back
+// (rate 0), or each on its schedule at rate requests/s in all, latency
+// counted from the scheduled time (no coordinated omission).
+func benchLoop(c *http.Client, url string, conns, keys int, dur time.Duration, rate float64) ([]time.Duration, int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	defer cancel()
+	var errs atomic.Int64
+	lat := make([][]time.Duration, conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gap := time.Duration(0)
+			if rate > 0 {
+				gap = time.Duration(float64(conns) / rate * float64(time.Second))
+			}
+			at := start.Add(gap * time.Duration(g) / time.Duration(conns))
+			for i := g; ctx.Err() == nil; i += conns {
+				if rate > 0 {
+					if d := time.Until(at); d > 0 {
+						time.Sleep(d)
+					}
+				} else {
+					at = time.Now()
+				}
+				if !benchGet(c, url, "k"+strconv.Itoa(i%keys)) {
+					errs.Add(1)
+				} else if ctx.Err() == nil {
+					lat[g] = append(lat[g], time.Since(at))
+				}
+				at = at.Add(gap)
+			}
+		}()
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	return all, errs.Load()
+}
+
+func benchGet(c *http.Client, url, key string) bool {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("X-API-Key", key)
+	resp, err := c.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

@@ -1,0 +1,193 @@
+// Package tokenlease spends tokens leased from a shared store locally: for
+// a hot key an instance takes a batch of tokens from the shared store in one
+// decision (Cost = the request's cost + Size) and admits the next requests
+// from that batch without a round trip.
+//
+// # Bound
+//
+// Leased tokens are spent from the shared bucket when they are leased, so
+// across N instances the shared store never grants more than it would;
+// what leases change is when tokens are spent. An instance holds at most
+// Size unspent tokens per key (one refill at a time per key), so over any
+// window the keys admit at most what the shared store alone would admit
+// plus N × Size. Unspent tokens are dropped after TTL (they are not given
+// back: an instance that goes quiet under-admits by at most Size).
+//
+// # When it leases
+//
+// Only while the request's multiplier is ≥ 1 (no shedding: a shed would
+// spend quota but not admission, which a batch cannot split), only for
+// token bucket, GCRA and leaky bucket rules, never for refunds or peeks,
+// and only for a key seen within TTL (the first decision of a key is
+// exact). Everything else, and a lease the shared store refuses, is an
+// exact decision of the shared store.
+package tokenlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+)
+
+// ErrBadSettings reports Settings out of range.
+var ErrBadSettings = errors.New("tokenlease: bad settings")
+
+// Settings of a leasing store. Zero values mean the defaults, applied in
+// one place (withDefaults).
+type Settings struct {
+	// Size is the most tokens leased at once beyond the request's own
+	// cost, capped by the rule's capacity. 0 means 16.
+	Size int64
+	// TTL is how long unspent leased tokens live, and how long a key
+	// stays hot. 0 means 1 s.
+	TTL time.Duration
+	// Now is the clock; nil means time.Now. Tests inject a fake one.
+	Now func() time.Time
+}
+
+func (s Settings) withDefaults() (Settings, error) {
+	if s.Size < 0 || s.TTL < 0 {
+		return s, fmt.Errorf("%w: want Size ≥ 0 and TTL ≥ 0, got %d and %v", ErrBadSettings, s.Size, s.TTL)
+	}
+	if s.Size == 0 {
+		s.Size = 16
+	}
+	if s.TTL == 0 {
+		s.TTL = time.Second
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	return s, nil
+}
+
+// Store decides from leases where it can and asks shared otherwise.
+// Lock rule: mu guards leases and every *lease in it; it is never held
+// across a call to shared.
+type Store struct {
+	shared limiter.Store
+	set    Settings
+	mu     sync.Mutex
+	leases map[leaseKey]*lease
+	sweep  time.Time // next sweep of expired leases
+}
+
+type leaseKey struct{ rule, key string }
+
+// lease is what an instance holds for one rule and key.
+type lease struct {
+	rule     limiter.Rule // tokens are only spent under the rule they were leased under
+	tokens   int64        // unspent
+	base     int64        // the shared store's Remaining when leased
+	expires  time.Time    // tokens and hotness end
+	refilled bool         // a refill is in flight: others decide exactly
+}
+
+// New returns a leasing store over shared.
+func New(shared limiter.Store, s Settings) (*Store, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{shared: shared, set: s, leases: make(map[leaseKey]*lease)}, nil
+}
+
+// Decide spends a leased token when the key holds one, else decides
+// through the shared store (leasing a batch when the key is hot).
+func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	if d, ok := s.spend(&req); ok {
+		return d, nil
+	}
+	if err := req.Normalize(); err != nil {
+		return limiter.Decision{}, err
+	}
+	if req.Refund || req.Multiplier < 1 || req.Rule.Algorithm.IsWindow() {
+		return s.shared.Decide(ctx, req)
+	}
+	now, k := s.set.Now(), leaseKey{req.Rule.Name, req.Key}
+	s.mu.Lock()
+	l := s.leases[k]
+	hot := l != nil && l.rule == req.Rule && now.Before(l.expires) && !l.refilled
+	switch {
+	case hot:
+		l.refilled = true
+	case l == nil || l.rule != req.Rule || !now.Before(l.expires):
+		s.sweepLocked(now)
+		s.leases[k] = &lease{rule: req.Rule, expires: now.Add(s.set.TTL)} // seen: hot from now on
+	}
+	s.mu.Unlock()
+	if !hot {
+		return s.shared.Decide(ctx, req)
+	}
+	return s.refill(ctx, req, k, l, now)
+}
+
+// spend is the local path: it decides req from the key's lease when the
+// lease was taken under req's rule (so the rule is valid) and holds the
+// cost. Requests it cannot judge without Normalize go the long way.
+func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
+	cost, m := req.Cost, req.Multiplier
+	if cost == 0 {
+		cost = 1
+	}
+	if cost < 0 || req.Refund || req.Peek || req.Key == "" || !(m == 0 || m >= 1 && m <= math.MaxFloat64) {
+		return limiter.Decision{}, false
+	}
+	now := s.set.Now()
+	s.mu.Lock()
+	l := s.leases[leaseKey{req.Rule.Name, req.Key}]
+	if l == nil || l.rule != req.Rule || !now.Before(l.expires) || l.tokens < cost {
+		s.mu.Unlock()
+		return limiter.Decision{}, false
+	}
+	l.tokens -= cost
+	rem := l.base + l.tokens
+	s.mu.Unlock()
+	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
+}
+
+// refill leases a batch for req's key along with req's own cost; when the
+// shared store refuses the batch, req gets an exact decision.
+func (s *Store) refill(ctx context.Context, req limiter.Request, k leaseKey, l *lease, now time.Time) (limiter.Decision, error) {
+	n := min(s.set.Size, req.Rule.Capacity()-req.Cost)
+	lreq := req
+	lreq.Cost += n
+	var d limiter.Decision
+	var err error
+	if n > 0 {
+		d, err = s.shared.Decide(ctx, lreq)
+	}
+	granted := n > 0 && err == nil && d.Allowed
+	s.mu.Lock()
+	l.refilled = false
+	if granted {
+		l.tokens, l.base, l.expires = n, d.Remaining, now.Add(s.set.TTL)
+	}
+	s.mu.Unlock()
+	if granted {
+		d.Remaining += n
+		return d, nil
+	}
+	if err != nil {
+		return limiter.Decision{}, err
+	}
+	return s.shared.Decide(ctx, req)
+}
+
+// sweepLocked drops expired leases, at most once per TTL. s.mu is held.
+func (s *Store) sweepLocked(now time.Time) {
+	if now.Before(s.sweep) {
+		return
+	}
+	for k, l := range s.leases {
+		if !now.Before(l.expires) && !l.refilled {
+			delete(s.leases, k)
+		}
+	}
+	s.sweep = now.Add(s.set.TTL)
+}

@@ -1,0 +1,229 @@
+package tokenlease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/fakeclock"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/tokenlease"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// counting counts the decisions that reach the shared store.
+type counting struct {
+	limiter.Store
+	n atomic.Int64
+}
+
+func (c *counting) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	c.n.Add(1)
+	return c.Store.Decide(ctx, req)
+}
+
+var rule = limiter.Rule{Name: "r", Limit: 10, Period: time.Second, Burst: 10}
+
+// TestLeaseSteps: the first decision of a key is exact, the second leases
+// Size tokens along with its own, the next Size are local, and a lease the
+// shared store refuses gives an exact decision.
+func TestLeaseSteps(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, err := tokenlease.New(shared, tokenlease.Settings{Size: 4, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name      string
+		allowed   bool
+		remaining int64
+		shared    int64 // calls so far
+	}{
+		{"t0 first: exact", true, 9, 1},
+		{"t1 hot: lease 4 with it", true, 8, 2}, // shared 9-5 = 4, plus 4 local
+		{"t2 local", true, 7, 2},
+		{"t3 local", true, 6, 2},
+		{"t4 local", true, 5, 2},
+		{"t5 local", true, 4, 2},
+		{"t6 lease refused (4 < 5): exact", true, 3, 4},
+		{"t7 lease refused: exact", true, 2, 6},
+	}
+	for _, st := range steps {
+		d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule})
+		if err != nil || d.Allowed != st.allowed || d.Remaining != st.remaining || shared.n.Load() != st.shared {
+			t.Fatalf("%s: %+v %v after %d shared calls, want allowed %v remaining %d after %d",
+				st.name, d, err, shared.n.Load(), st.allowed, st.remaining, st.shared)
+		}
+	}
+}
+
+// TestExactWhenShedding: below multiplier 1, refunds and window rules,
+// every decision goes to the shared store.
+func TestExactWhenShedding(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Now: clock.Now})
+	fw := rule
+	fw.Algorithm = limiter.FixedWindow
+	for i, req := range []limiter.Request{
+		{Key: "k", Rule: rule, Multiplier: 0.5},
+		{Key: "k", Rule: rule, Refund: true},
+		{Key: "k", Rule: fw},
+	} {
+		for j := range 3 {
+			before := shared.n.Load()
+			if _, err := s.Decide(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			if shared.n.Load() != before+1 {
+				t.Fatalf("request %d, decision %d: %d shared calls, want 1", i, j, shared.n.Load()-before)
+			}
+		}
+	}
+}
+
+// TestRuleChangeDropsLease: tokens leased under one rule are not spent
+// under another.
+func TestRuleChangeDropsLease(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 4, Now: clock.Now})
+	for range 2 { // exact, then lease
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r2 := rule
+	r2.Limit = 5
+	before := shared.n.Load()
+	if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: r2}); err != nil || shared.n.Load() != before+1 {
+		t.Fatalf("changed rule: %v, %d shared calls, want 1", err, shared.n.Load()-before)
+	}
+}
+
+// TestLeaseExpires: unspent tokens are dropped after TTL.
+func TestLeaseExpires(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 4, TTL: 100 * time.Millisecond, Now: clock.Now})
+	for range 2 {
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Set(t0.Add(100 * time.Millisecond))
+	before := shared.n.Load()
+	if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil || shared.n.Load() != before+1 {
+		t.Fatalf("after TTL: %v, %d shared calls, want 1", err, shared.n.Load()-before)
+	}
+}
+
+// TestOverAdmissionBound: N instances on one shared store, each sending
+// more than the rule allows, admit over every window at most
+// burst + rate × window + N × Size.
+func TestOverAdmissionBound(t *testing.T) {
+	const n, size, steps = 3, 8, 2000 // 1 ms steps
+	r := limiter.Rule{Name: "b", Limit: 1000, Period: time.Second, Burst: 50}
+	clock := fakeclock.New(t0)
+	shared := limiter.NewMemory(limiter.WithClock(clock.Now))
+	var inst [n]*tokenlease.Store
+	for i := range inst {
+		inst[i], _ = tokenlease.New(shared, tokenlease.Settings{Size: size, Now: clock.Now})
+	}
+	admitted := make([]int, steps+1) // admitted[i]: admitted in steps before i
+	for i := range steps {
+		clock.Set(t0.Add(time.Duration(i) * time.Millisecond))
+		for j := range 3 * n {
+			d, err := inst[j%n].Decide(context.Background(), limiter.Request{Key: "k", Rule: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				admitted[i+1]++
+			}
+		}
+		admitted[i+1] += admitted[i]
+	}
+	worst := 0.0
+	for i := 0; i < steps; i++ {
+		for j := i + 1; j <= steps; j++ {
+			w := float64(j-i-1) / 1000 // seconds between the first and last step
+			got := float64(admitted[j] - admitted[i])
+			bound := float64(r.Burst) + float64(r.Limit)*w + n*size
+			if got > bound {
+				t.Fatalf("steps [%d, %d): %v admitted, bound %v", i, j, got, bound)
+			}
+			worst = max(worst, got-float64(r.Burst)-float64(r.Limit)*w)
+		}
+	}
+	if worst <= 0 { // leases did move admissions ahead, or the test proves nothing
+		t.Fatalf("no window above burst + rate × window: leases never spent early")
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	for _, set := range []tokenlease.Settings{{Size: -1}, {TTL: -time.Second}} {
+		if _, err := tokenlease.New(limiter.NewMemory(), set); !errors.Is(err, tokenlease.ErrBadSettings) {
+			t.Errorf("%+v: err = %v, want ErrBadSettings", set, err)
+		}
+	}
+}
+
+func Example() {
+	shared := limiter.NewMemory() // in production: the Redis store
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 16})
+	r := limiter.Rule{Name: "api", Limit: 100, Period: time.Second}
+	for i := range 3 {
+		d, _ := s.Decide(context.Background(), limiter.Request{Key: "client-1", Rule: r})
+		fmt.Println(i, d.Allowed, d.Remaining)
+	}
+	// Output:
+	// 0 true 99
+	// 1 true 98
+	// 2 true 97
+}
+
+// BenchmarkLocalDecide: a decision spent from a lease (the shared store
+// is rarely asked: one call per Size decisions).
+func BenchmarkLocalDecide(b *testing.B) {
+	s, _ := tokenlease.New(limiter.NewMemory(), tokenlease.Settings{Size: 1 << 30})
+	r := limiter.Rule{Name: "api", Limit: 1e12, Period: time.Second}
+	req := limiter.Request{Key: "client-1", Rule: r}
+	ctx := context.Background()
+	for range 2 {
+		_, _ = s.Decide(ctx, req)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := s.Decide(ctx, req); err != nil || !d.Allowed {
+			b.Fatal("refused: ", err)
+		}
+	}
+}
+
+// TestInvalidWithLease: a key that holds a lease still gets ErrInvalid for
+// a request the shared store would refuse as invalid.
+func TestInvalidWithLease(t *testing.T) {
+	clock := fakeclock.New(t0)
+	s, _ := tokenlease.New(limiter.NewMemory(limiter.WithClock(clock.Now)), tokenlease.Settings{Size: 4, Now: clock.Now})
+	for range 2 { // exact, then lease
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, req := range []limiter.Request{
+		{Key: "k", Rule: rule, Cost: -1},
+		{Key: "k", Rule: rule, Multiplier: math.NaN()},
+		{Key: "k", Rule: rule, Multiplier: math.Inf(1)},
+	} {
+		if _, err := s.Decide(context.Background(), req); !errors.Is(err, limiter.ErrInvalid) {
+			t.Errorf("cost %d multiplier %v: err = %v, want ErrInvalid", req.Cost, req.Multiplier, err)
+		}
+	}
+}
