@@ -67,4 +67,5 @@
 //	limiter/retry       the client side: a RoundTripper honouring Retry-After
 //	limiter/multiplier  the contract with the controller: multiplier.Set, Source
 //	limiter/coord       coordination through Redis: multipliers, leader lease, heartbeats
+//	limiter/tokenlease  lease mode: batches of tokens for hot keys, spent locally
 package limiter

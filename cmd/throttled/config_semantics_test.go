@@ -13,6 +13,7 @@ import (
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/coord"
 )
 
 // TestConfigHeadroom: an explicit headroom of 0 is refused (it used to
@@ -102,7 +103,7 @@ func TestControllerOnlyReplicaDoesNotHeartbeat(t *testing.T) {
 	ctl := testConfig(t, "", r.URL())
 	startServe(t, ctl)
 	waitFor(t, 10*time.Second, "the controller-only replica leads", func() bool {
-		return r.Client().Exists(context.Background(), "throttled:controller:leader").Val() == 1
+		return r.Client().Exists(context.Background(), coord.Settings{Prefix: "throttled:"}.LeaseKey()).Val() == 1
 	})
 	up := upstreamServer(t)
 	enf := testConfig(t, up.URL, r.URL())

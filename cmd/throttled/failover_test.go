@@ -88,11 +88,14 @@ func startReplica(t *testing.T, cfg *Config, c redis.UniversalClient, name strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := coord.NewPublisher(c, coord.Settings{Prefix: cfg.Redis.Prefix})
+	// As serve wires them: the lease fences the publishes.
+	cs := coord.Settings{Prefix: cfg.Redis.Prefix}
+	l, err := coord.NewLease(c, cs.LeaseKey(), cfg.Controller.LeaseTTL.D())
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := coord.NewLease(c, cfg.Redis.Prefix+"controller:leader", cfg.Controller.LeaseTTL.D())
+	cs.Lease = l
+	pub, err := coord.NewPublisher(c, cs)
 	if err != nil {
 		t.Fatal(err)
 	}

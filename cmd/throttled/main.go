@@ -67,6 +67,7 @@ commands:
   bench     decisions: decisions/s and latency of a store (--store memory|redis, --json)
             overload: a scenario (surge, crowd, slowdown, instances) against a backend of capacity C,
                       per mode (controller, static, off, all), the report as JSON (--json)
+            http: a hello-world served with and without the middleware (none, memory, redis, lease)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version
 `)

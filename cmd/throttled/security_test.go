@@ -145,8 +145,8 @@ func TestRequestSizeLimits(t *testing.T) {
 	body := `{"name":"gold","rate":1,"period":"1s","x":"` + strings.Repeat("x", 2<<20) + `"}`
 	resp, msg := call(t, "POST", "http://"+addrs["admin"]+"/v1/tiers", body,
 		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
-	if resp.StatusCode != 400 || !strings.Contains(msg, "body: larger than") {
-		t.Errorf("admin POST with a 2 MiB body: %d %s, want 400 naming the body", resp.StatusCode, msg)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "body: larger than") {
+		t.Errorf("admin POST with a 2 MiB body: %d %s, want 413 naming the body", resp.StatusCode, msg)
 	}
 }
 
