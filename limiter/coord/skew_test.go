@@ -1,11 +1,7 @@
-//go:build coordskew
-
-// This test fails on the current staleness rule (a set is stale when its
-// At, the controller's clock, is more than StaleAfter from the enforcer's
-// clock): ±30 s of skew makes fresh multipliers stale. It is built only with
-// -tags coordskew until staleness follows local receipt time:
-//
-//	go test -tags coordskew -run TestStalenessUnderClockSkew ./limiter/coord
+// Staleness follows local receipt time, so controllers and enforcers whose
+// clocks are skewed by ±30 s still apply fresh multipliers (it failed on
+// the older rule, which compared the controller's At with the enforcer's
+// clock).
 
 package coord
 
