@@ -65,7 +65,7 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 	rule := limiter.Rule{Name: "r", Limit: 20, Period: time.Hour} // no refill during the test
 	var errs atomic.Int64
 	var firstErr atomic.Value
-	admitted := make([]atomic.Int64, len(keys))
+	admitted, asked := make([]atomic.Int64, len(keys)), make([]atomic.Int64, len(keys))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -76,6 +76,7 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 					return
 				default:
 				}
+				asked[i].Add(1)
 				d, err := s.Decide(ctx, limiter.Request{Key: keys[i], Rule: rule})
 				if err != nil {
 					errs.Add(1)
@@ -91,7 +92,17 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	out, err := exec.Command(testenv.Binary(t, "redis-cli"), "--cluster", "reshard", cl.Nodes[0].Addr(),
 		"--cluster-from", ids[0], "--cluster-to", ids[1], "--cluster-slots", "1000", "--cluster-yes").CombinedOutput()
-	time.Sleep(200 * time.Millisecond)
+	// Go on until every key was asked past its burst (bounded), so that
+	// each must show exactly its burst whatever the machine's speed.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		short := false
+		for i := range asked {
+			short = short || asked[i].Load() <= 20
+		}
+		if !short {
+			break
+		}
+	}
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -112,7 +123,7 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 	}
 	for i, k := range keys {
 		if n := admitted[i].Load(); n != 20 {
-			t.Errorf("key %s (moved %v): %d admitted, want exactly its burst of 20", k, before[k] != after[k], n)
+			t.Errorf("key %s (moved %v): %d admitted of %d asked, want exactly its burst of 20", k, before[k] != after[k], n, asked[i].Load())
 		}
 	}
 	t.Logf("%d of %d keys moved during the reshard", moved, len(keys))
