@@ -89,8 +89,15 @@ func writeOverloadReport(w io.Writer, rep overload.Report, asJSON bool) error {
 // headline is a report's figures in one line, as the demo's summary ends.
 func headline(r overload.Report) string {
 	o := r.Phases.During
+	settle, recovery := fmt.Sprintf("%.0f s", r.SettleS), fmt.Sprintf("%.1f s", r.RecoveryS)
+	if r.SettleS < 0 {
+		settle = "never"
+	}
+	if r.RecoveryS < 0 {
+		recovery = "not within the run"
+	}
 	return fmt.Sprintf("%s/%s: premium admitted %.1f%%, free admitted %.1f%%, goodput %.2f·C (lowest 1 s %.2f·C), "+
-		"p99 %.0f ms (target %.0f), settle %.0f s, recovery %.0f s, %.1f flips/min, 503 backend %d / shed %d, CPU %.1f s",
+		"p99 %.0f ms (target %.0f), settle %s, recovery %s, %.1f flips/min, 503 backend %d / shed %d, CPU %.1f s",
 		r.Scenario, r.Mode, o.PremiumAdmittedPct, o.FreeAdmittedPct, o.GoodputRatio, r.LowestGoodputRatio,
-		o.P99MS, r.TargetMS, r.SettleS, r.RecoveryS, r.FlipsPerMin, o.Status.Backend503, o.Status.Shed, r.CPUSeconds)
+		o.P99MS, r.TargetMS, settle, recovery, r.FlipsPerMin, o.Status.Backend503, o.Status.Shed, r.CPUSeconds)
 }

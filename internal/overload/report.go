@@ -87,7 +87,10 @@ func summarize(sc Scenario, mode Mode, target time.Duration, l layout, rows []Ro
 	}
 	r.SettleS = settle(rows, l)
 	r.LowestGoodputRatio = round(lowestGoodput(rows, l), 3)
-	r.RecoveryS = round(recovery(samples, time.Duration(l.end(During))*time.Second).Seconds(), 1)
+	r.RecoveryS = -1 // still below 1 when the run ended
+	if d := recovery(samples, time.Duration(l.end(During))*time.Second); d >= 0 {
+		r.RecoveryS = round(d.Seconds(), 1)
+	}
 	var n int
 	var window time.Duration
 	for p := range NumPhases {

@@ -161,6 +161,11 @@ func TestSummarizeMultipliers(t *testing.T) {
 	if r.RecoveryS != 2 {
 		t.Errorf("recovery %v s, want 2 (overload ends at 6 s, whole again at 8 s)", r.RecoveryS)
 	}
+	// Still below 1 when the run ends: −1 (it read −0 when −1 ns became seconds).
+	never := summarize(Scenarios(100)["surge"], Controller, target, layout{9, 3}, surgeRows(100), samples[:6])
+	if never.RecoveryS != -1 {
+		t.Errorf("recovery %v s with free still at 0.5 at the end, want -1", never.RecoveryS)
+	}
 }
 
 func TestRecovery(t *testing.T) {
