@@ -203,7 +203,8 @@ func (l *Law) Init(now time.Time) State {
 //     band instead. Within α/4 of the knee a tier with a rate cap (its
 //     admitted rate was measured) holds there until ProbeAfter has passed
 //     since its last cut, then probes past it (at most one probe, two
-//     direction changes, per ProbeAfter); one without a cap passes at once.
+//     direction changes, per ProbeAfter), unless the room is deep (≥ 2.5:
+//     the overload is over); one without a cap passes at once.
 //     Passing the knee forgets it. A tier whose measured admitted rate fell
 //     below half its rate cap is no longer held by the cut (its surge is
 //     over): it forgets its knee and grows by the room at once.
@@ -395,6 +396,13 @@ func cutRate(limit, measured, ratio float64) float64 {
 	return limit * ratio
 }
 
+// kneeRelease: at its knee a tier with this much room (its worst signal
+// below (1 − headroom)/kneeRelease of its target) passes it at once. While
+// the overload that set the knee lasts, the service runs at its capacity
+// and its latency shows it (queueing at the inner loop's limit); deep
+// headroom there means the overload is over.
+const kneeRelease = 2.5
+
 // kneeSlack: a tier whose measured admitted rate is below this fraction of
 // its rate cap is no longer held by the cut (its surge is over), so it
 // grows freely, knee or not.
@@ -416,7 +424,7 @@ func (l *Law) increase(st *State, action Action, room float64, admitted map[stri
 			switch {
 			case action == ActionIncrease && gap > t.Alpha/4:
 				ts.Multiplier = old + gap*math.Min(1, room-1)/2
-			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:
+			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && room < kneeRelease && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:
 				return false // at its knee, still held by its cap: hold until a probe past it is due
 			default:
 				ts.Multiplier = math.Max(old+t.Alpha, old*math.Min(t.Growth, room))

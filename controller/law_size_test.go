@@ -291,6 +291,8 @@ func TestStepKnee(t *testing.T) {
 		{"room 1.5: a quarter", withKnee(0.2, 0.8), step{0, latency(0.8/1.5, 0), []float64{1, 1, 0.35}, hhi, h, 1}, []float64{0, 0, 0.8}},
 		{"near the band: little, less than α", withKnee(0.2, 0.8), step{0, latency(0.79, 0), []float64{1, 1, 0.2 + 0.6*(0.8/0.79-1)/2}, hhi, h, 1}, []float64{0, 0, 0.8}},
 		{"within α/4 a capped tier holds while a probe is not due", capped(cutAgo(withKnee(0.7, 0.76), 59*s), 100), step{0, latency(0.79, 0), []float64{1, 1, 0.7}, hhh, h, 0}, []float64{0, 0, 0.76}},
+		{"deep headroom at the knee: the overload is over, it passes at once", capped(cutAgo(withKnee(0.7, 0.76), 5*s), 100),
+			step{0, latency(0.2, 0), []float64{1, 1, 1}, hhi, h, 1}, []float64{0, 0, 0}},
 		{"a probe is due ProbeAfter after the cut", capped(cutAgo(withKnee(0.7, 0.76), 60*s), 100), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
 		{"without a cap nothing says the cut still binds: it passes", cutAgo(withKnee(0.7, 0.76), 5*s), step{0, latency(0.79, 0), []float64{1, 1, 0.95}, hhi, h, 1}, []float64{0, 0, 0}},
 		{"a cap that no longer binds: the surge is over, grow by the room", capped(cutAgo(withKnee(0.2, 0.8), 5*s), 100),
