@@ -37,12 +37,19 @@
 //
 // Below the limit a call is admitted at once. At the limit it waits in a
 // short queue ordered by priority, then arrival, for at most
-// GateSettings.MaxWait; every freed permit goes to the head of the queue.
+// GateSettings.MaxWait (GateSettings.TopMaxWait for the most important
+// callers); every freed permit goes to the head of the queue.
 // When the queue is full, a newcomer more important than the last waiter
 // (the least important, newest one) takes that waiter's place, and the
 // waiter is shed; any other newcomer is shed. So a call is refused only
 // when nothing less important is left to refuse, save that holders keep
 // their permits and waits are bounded by MaxWait.
+//
+// Congestion: a caller that waited at least half of MaxWait, or was shed
+// after its longest wait, marks its priority congested for MaxWait, and
+// meanwhile every less important newcomer is shed at once, even below the
+// limit. When the important callers alone fill the upstream, a permit
+// given to a less important one is one they miss.
 //
 // A controller moves the limit with SetLimit (never below
 // GateSettings.MinLimit; growing admits waiters at once, shrinking takes

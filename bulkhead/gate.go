@@ -14,7 +14,7 @@ import (
 
 // ErrShed is returned by a Gate that refuses a call: the limit is reached
 // and the caller found no place in the queue, was evicted from it by a more
-// important caller, or waited MaxWait without a permit. Callers answer 503
+// important caller, or waited its longest wait without a permit. Callers answer 503
 // with reason "shed".
 var ErrShed = errors.New("bulkhead: shed")
 
@@ -40,6 +40,7 @@ type Gate struct {
 	peak    atomic.Int64 // most permits held at once
 
 	asked, refused atomic.Int64 // calls to Acquire, and those refused (ErrShed), since the gate was made
+	cong           congestion   // the most important priority that waited long lately
 
 	name     string
 	s        GateSettings
@@ -68,6 +69,7 @@ func NewGate(name string, s GateSettings, m *Metrics) (*Gate, error) {
 	g := &Gate{name: name, s: s, epoch: s.Now(), queue: make([]*gateWaiter, 0, s.MaxQueue)}
 	g.limit.Store(int64(s.Limit))
 	g.fastest.Store(math.MaxInt64)
+	g.cong.init()
 	g.slots.New = func() any { return &slot{owner: g} }
 	g.waiters.New = newGateWaiter
 	if m != nil {
@@ -102,9 +104,14 @@ func (g *Gate) Stats() Stats {
 // important, larger values are shed first (a negative priority counts as 0).
 // Below the limit it admits at once. At the limit the caller queues, behind
 // every waiter at least as important and ahead of every less important one,
-// for at most MaxWait. A full queue sheds its least important, newest
+// for at most MaxWait (TopMaxWait at priority TopPriority or more
+// important). A full queue sheds its least important, newest
 // waiter to make room for a more important newcomer, and refuses a
-// newcomer no more important than that waiter. Refusals are ErrShed. If ctx
+// newcomer no more important than that waiter. A caller that waited at
+// least half of MaxWait, or was shed after MaxWait, marks its priority
+// congested for MaxWait: meanwhile every less important newcomer is shed
+// at once, even below the limit (the permit would be one the congested
+// priority misses). Refusals are ErrShed. If ctx
 // ends first Acquire returns ctx.Err() and holds nothing. The caller must
 // Release (or Discard) the permit it gets.
 func (g *Gate) Acquire(ctx context.Context, priority int) (Permit, error) {
@@ -112,11 +119,15 @@ func (g *Gate) Acquire(ctx context.Context, priority int) (Permit, error) {
 		return Permit{}, err
 	}
 	g.asked.Add(1)
+	priority = max(priority, 0)
+	if g.cong.yields(priority, g.since) {
+		return Permit{}, g.refuse(priority)
+	}
 	// Do not overtake queued callers; the queue path admits at once when it can.
 	if g.waiting.Load() == 0 && g.tryInc() {
 		return g.permit(), nil
 	}
-	return g.wait(ctx, max(priority, 0))
+	return g.wait(ctx, priority)
 }
 
 // SetLimit sets the limit, raised to MinLimit if lower. Growing admits

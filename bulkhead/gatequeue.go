@@ -31,7 +31,8 @@ func newGateWaiter() any {
 	return &gateWaiter{ready: make(chan struct{}, 1), timer: t}
 }
 
-// wait queues the caller at its priority for at most MaxWait.
+// wait queues the caller at its priority for at most MaxWait (TopMaxWait
+// for the most important).
 func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 	w := g.waiters.Get().(*gateWaiter)
 	defer g.waiters.Put(w)
@@ -44,7 +45,8 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 	g.grantLocked() // admits us at once if a permit is free
 	g.mu.Unlock()
 
-	w.timer.Reset(g.s.MaxWait)
+	queuedAt := g.since()
+	w.timer.Reset(g.maxWait(prio))
 	defer w.timer.Stop()
 	var err error
 	select {
@@ -53,6 +55,9 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 		err = ErrShed
 	case <-ctx.Done():
 		err = ctx.Err()
+	}
+	if now := g.since(); err == ErrShed || now-queuedAt >= longWait(g.s.MaxWait) {
+		g.cong.mark(prio, now, g.s.MaxWait)
 	}
 	if err != nil {
 		if g.leave(w) {
@@ -75,6 +80,14 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 	g.inflight.Add(-1) // granted as ctx ended: give it back
 	g.grant()
 	return Permit{}, err
+}
+
+// maxWait is the longest a caller of priority prio may wait.
+func (g *Gate) maxWait(prio int) time.Duration {
+	if prio <= g.s.TopPriority {
+		return g.s.TopMaxWait
+	}
+	return g.s.MaxWait
 }
 
 // enqueueLocked inserts w behind every waiter at least as important. When

@@ -15,39 +15,56 @@ type RefusalCounter interface {
 }
 
 // SaturationMetric is the gauge of the inner loop's saturation: the
-// fraction of calls its limit refused, smoothed over SaturationWindow. The
+// fraction of calls its limit refused over the last SaturationWindow. The
 // outer loop reads it as its saturation signal, so that a cut the inner
 // loop has to hold for long moves to the tiers' multipliers: refused at the
 // edge, shared across instances, lowest priority first.
 const SaturationMetric = "throttled_concurrency_saturation"
 
-// SaturationWindow is the time constant of the saturation's smoothing.
+// SaturationWindow is the span of the saturation's sliding window. A
+// window, not an exponential average: once the refusals stop, the reading
+// is 0 a window later (an average with this time constant took about 3 s to
+// fall from 0.3 below the 0.014 that reads as deep headroom, and held the
+// outer loop's recovery that long).
 const SaturationWindow = time.Second
 
-// saturation smooths the refused fraction of each tick.
-type saturation struct {
-	asked, refused int64
+// saturationSamples bounds the window's samples: updates closer together
+// than SaturationWindow / saturationSamples shorten the window.
+const saturationSamples = 64
+
+// satSample is the gate's counters at one update.
+type satSample struct {
 	at             time.Time
-	value          float64
-	gauge          prometheus.Gauge
+	asked, refused int64
 }
 
-// update folds the counts since the previous update into the average.
+// saturation is the refused fraction over a sliding window of updates:
+// ring holds the samples of the last window, oldest first, starting with
+// the newest one at least SaturationWindow old (the window's base).
+type saturation struct {
+	ring  [saturationSamples]satSample
+	head  int // index of the oldest sample
+	n     int // samples held
+	value float64
+	gauge prometheus.Gauge
+}
+
+// update adds the counters at now and sets the refused fraction of the
+// calls asked since the window's base (0 when none were asked).
 func (s *saturation) update(asked, refused int64, now time.Time) {
-	da, dr := asked-s.asked, refused-s.refused
-	s.asked, s.refused = asked, refused
-	dt := now.Sub(s.at)
-	first := s.at.IsZero()
-	s.at = now
-	if first || da <= 0 || dt <= 0 {
-		if !first && da <= 0 && dt > 0 { // nobody asked: nothing refused
-			s.value *= math.Exp(-float64(dt) / float64(SaturationWindow))
-		}
-		s.gauge.Set(s.value)
-		return
+	if s.n == saturationSamples {
+		s.head, s.n = (s.head+1)%saturationSamples, s.n-1
 	}
-	w := 1 - math.Exp(-float64(dt)/float64(SaturationWindow))
-	s.value += (float64(dr)/float64(da) - s.value) * w
+	s.ring[(s.head+s.n)%saturationSamples] = satSample{at: now, asked: asked, refused: refused}
+	s.n++
+	for s.n > 1 && !s.ring[(s.head+1)%saturationSamples].at.After(now.Add(-SaturationWindow)) {
+		s.head, s.n = (s.head+1)%saturationSamples, s.n-1
+	}
+	base := s.ring[s.head]
+	s.value = 0
+	if da := asked - base.asked; da > 0 {
+		s.value = math.Min(1, math.Max(0, float64(refused-base.refused)/float64(da)))
+	}
 	s.gauge.Set(s.value)
 }
 
@@ -56,7 +73,7 @@ func (s *saturation) update(asked, refused int64, now time.Time) {
 func newSaturation(reg prometheus.Registerer, name string) (*saturation, error) {
 	vec := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: SaturationMetric,
-		Help: "Fraction of calls the inner loop's concurrency limit refused, smoothed over about a second.",
+		Help: "Fraction of calls the inner loop's concurrency limit refused over the last second.",
 	}, []string{"name"})
 	if reg != nil {
 		var err error

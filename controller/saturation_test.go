@@ -9,25 +9,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// The saturation follows the refused fraction with a one-second time
-// constant, decays when nobody asks, and starts at 0.
-func TestSaturationSmoothsTheRefusedFraction(t *testing.T) {
+// The saturation is the refused fraction of the calls asked over the last
+// second (SaturationWindow): it starts at 0, follows the refusals, and is 0
+// again a window after they stop, however high it was.
+func TestSaturationIsTheRefusedFractionOverTheWindow(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s, err := newSaturation(reg, "upstream")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := 1 - math.Exp(-0.1) // weight of one 100 ms tick
 	steps := []struct {
 		asked, refused int64
 		at             time.Duration
 		want           float64
 	}{
-		{0, 0, 0, 0},                 // t0: the first update only takes the counts
-		{100, 50, 100 * ms, 0.5 * w}, // half refused
-		{200, 100, 200 * ms, 0.5*w + (0.5-0.5*w)*w},
-		{200, 100, 1200 * ms, (0.5*w + (0.5-0.5*w)*w) * math.Exp(-1)},           // nobody asked for 1 s: decays
-		{300, 100, 1300 * ms, (0.5*w + (0.5-0.5*w)*w) * math.Exp(-1) * (1 - w)}, // none refused
+		{0, 0, 0, 0},                       // t0: the first update only takes the counts
+		{100, 50, 100 * ms, 0.5},           // t1: half refused
+		{200, 150, 200 * ms, 0.75},         // t2: all of the next 100 refused
+		{300, 150, 1000 * ms, 0.5},         // t3: base t0 still in the window (exactly 1 s old)
+		{400, 150, 1100 * ms, 100.0 / 300}, // t4: base t1: 300 asked, 100 refused since
+		{500, 150, 1200 * ms, 0},           // t5: base t2: nothing refused in the last second
+		{500, 150, 3000 * ms, 0},           // t6: nobody asked
+		{600, 210, 3100 * ms, 0.6},         // t7: base t6
 	}
 	for i, st := range steps {
 		s.update(st.asked, st.refused, t0.Add(st.at))

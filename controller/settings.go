@@ -19,7 +19,7 @@ const (
 	DefaultHoldTimeout = 30 * time.Second
 	DefaultAlpha       = 0.1
 	DefaultBeta        = 0.5
-	DefaultGrowth      = 2.0
+	DefaultGrowth      = 4.0
 	DefaultProbeAfter  = time.Minute
 	DefaultFloor       = 0.05
 	DefaultCeiling     = 1.0
@@ -48,8 +48,10 @@ type Tier struct {
 	// the multiplier when the signals are far below the band (see
 	// [Law.Step]); it is at least 1 and finite, and 1 leaves the increase
 	// additive (α only). 0 means DefaultGrowth, which brings a tier from
-	// 0.1 back to 1 in four periods of deep headroom (when no cut from
-	// above 0.1 holds it back).
+	// 0.1 back to 1 in two periods of deep headroom (when no cut from
+	// above 0.1 holds it back): with the inner loop in front of the
+	// upstream an overshoot costs a few sheds within its interval, not
+	// latency, so recovery may be fast.
 	Growth float64
 	// Floor is the lowest multiplier, in (0, Ceiling]. 0 means
 	// min(DefaultFloor, Ceiling). A multiplicative decrease never reaches

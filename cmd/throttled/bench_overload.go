@@ -31,6 +31,7 @@ func benchOverload(args []string, w io.Writer) error {
 	fs.StringVar(&parts.prometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
 	fs.StringVar(&parts.adminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
+	rows := fs.Bool("rows", false, "also print every second's table (the demo's) on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,10 +62,14 @@ func benchOverload(args []string, w io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, m := range ms {
-		rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: *dur, Target: *target, Mode: m, Backend: bs,
+		rs := overload.RunSettings{Duration: *dur, Target: *target, Mode: m, Backend: bs,
 			Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
 				return startOverloadStack(ctx, spec, parts)
-			}})
+			}}
+		if *rows {
+			rs.OnRow = newDemoView(rowsOut, true, bs.Capacity()).row
+		}
+		rep, err := overload.Run(ctx, sc, rs)
 		if err != nil && !errors.Is(err, overload.ErrUnreconciled) {
 			return err
 		}
@@ -77,6 +82,9 @@ func benchOverload(args []string, w io.Writer) error {
 	}
 	return nil
 }
+
+// rowsOut is where --rows prints (stderr; a test's buffer).
+var rowsOut io.Writer = os.Stderr
 
 func writeOverloadReport(w io.Writer, rep overload.Report, asJSON bool) error {
 	if asJSON {

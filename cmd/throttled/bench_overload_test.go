@@ -45,3 +45,4 @@ func TestAdminAddrPerInstance(t *testing.T) {
 		}
 	}
 }
+

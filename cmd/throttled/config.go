@@ -130,6 +130,10 @@ type ConcurrencyConfig struct {
 	InitialLimit int          `yaml:"initial_limit"`
 	MaxQueue     int          `yaml:"max_queue"` // waiters at the limit, most important first
 	MaxWait      api.Duration `yaml:"max_wait"`  // longest wait at the limit; default target / 4
+	// TopMaxWait is the longest wait of the requests of priority-0 tiers
+	// (default 2 × max_wait): refused only when nothing else is left, they
+	// queue rather than shed while they alone fill the upstream.
+	TopMaxWait api.Duration `yaml:"top_max_wait"`
 }
 
 // IdentityConfig says how clients are identified.
@@ -209,6 +213,7 @@ func (c *Config) defaults() {
 		setDefault(&c.Prometheus.SaturationQuery, defaultSaturationQuery)
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
+	setDefault(&c.Concurrency.TopMaxWait, 2*c.Concurrency.MaxWait)
 	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
 	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
 	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))

@@ -105,6 +105,7 @@ func TestConfigInnerLoopDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.innerLoop() || c.Concurrency.Target.D() != 200*time.Millisecond || c.Concurrency.MaxWait.D() != 50*time.Millisecond ||
+		c.Concurrency.TopMaxWait.D() != 100*time.Millisecond ||
 		c.Controller.SaturationTarget != 0.05 || c.Prometheus.SaturationQuery != "max(throttled_concurrency_saturation)" ||
 		!c.saturationIsRefused() {
 		t.Fatalf("inner loop defaults: %+v, controller %+v, prometheus %+v", c.Concurrency, c.Controller, c.Prometheus)
@@ -122,5 +123,15 @@ func TestConfigInnerLoopDefaults(t *testing.T) {
 	_, err = parseConfig([]byte(readmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "concurrency") || !strings.Contains(err.Error(), "max_limit") {
 		t.Fatalf("max_limit below min_limit: %v, want an error naming concurrency and max_limit", err)
+	}
+	for _, bad := range []struct{ yaml, path string }{
+		{"concurrency:\n  max_wait: 600ms\n", "concurrency.max_wait"}, // beyond the 500ms target
+		{"concurrency:\n  top_max_wait: 1s\n", "concurrency.top_max_wait"},
+		{"concurrency:\n  max_queue: -1\n", "concurrency.max_queue"},
+	} {
+		_, err = parseConfig([]byte(readmeConfig+bad.yaml), nil)
+		if err == nil || !strings.Contains(err.Error(), bad.path) {
+			t.Errorf("%q: err = %v, want one naming %s", bad.yaml, err, bad.path)
+		}
 	}
 }

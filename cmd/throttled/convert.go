@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/controller"
@@ -102,6 +103,24 @@ func (c *Config) apiConfig() api.Config {
 }
 
 // gradientSettings are the inner loop's law settings from the config.
+// validateWaits checks the gate's queue: waits within (0, target], so
+// that a request that waited still has time to be served within it.
+func (c *ConcurrencyConfig) validateWaits() []fieldErr {
+	var errs []fieldErr
+	for _, f := range []struct {
+		path string
+		d    time.Duration
+	}{{"concurrency.max_wait", c.MaxWait.D()}, {"concurrency.top_max_wait", c.TopMaxWait.D()}} {
+		if f.d <= 0 || f.d > c.Target.D() {
+			errs = append(errs, fieldErr{f.path, fmt.Sprintf("want (0, concurrency.target %v], got %v", c.Target.D(), f.d)})
+		}
+	}
+	if c.MaxQueue < 0 {
+		errs = append(errs, fieldErr{"concurrency.max_queue", fmt.Sprintf("must not be negative, got %d", c.MaxQueue)})
+	}
+	return errs
+}
+
 func gradientSettings(c *ConcurrencyConfig) (controller.GradientSettings, error) {
 	g := controller.GradientSettings{Interval: c.Interval.D(), Target: c.Target.D(), Tolerance: c.Tolerance,
 		MinLimit: c.MinLimit, MaxLimit: c.MaxLimit, InitialLimit: c.InitialLimit}

@@ -59,6 +59,7 @@ func (c *Config) validate() []fieldErr {
 	if _, err := gradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})
 	}
+	errs = append(errs, c.Concurrency.validateWaits()...)
 	errs = append(errs, c.validateIdentity()...)
 	errs = append(errs, c.validateRLS()...)
 	errs = append(errs, c.validatePolicy()...)
