@@ -214,7 +214,31 @@ func (s *stack) signalSource() (signals.Source, error) {
 	if s.cfg.innerLoop() {
 		in.SaturationGauge = controller.SaturationMetric
 	}
-	return signals.NewInProcess(s.reg, in, s.reg)
+	g, err := s.admittedGatherer()
+	if err != nil {
+		return nil, err
+	}
+	return signals.NewInProcess(g, in, s.reg)
+}
+
+// admittedGatherer is what the in-process signals gather: the registry,
+// and with Redis the fleet's admitted requests in place of this instance's
+// (see fleetGatherer), which every instance publishes ten times a period.
+func (s *stack) admittedGatherer() (prometheus.Gatherer, error) {
+	if s.rdb == nil {
+		return s.reg, nil
+	}
+	period := s.cfg.Controller.Period.D()
+	t, err := coord.NewTally(s.rdb, coord.TallySettings{Prefix: s.cfg.Redis.Prefix, Window: max(coord.DefaultTallyWindow, 4*period)})
+	if err != nil {
+		return nil, err
+	}
+	// Ten publishes a period: the leader's reads, one a period, see counts
+	// at most a tenth of a period old, so a rate's window errs by 10 % at most.
+	every := max(period/10, 50*time.Millisecond)
+	s.runners = append(s.runners, func(ctx context.Context) error { return publishAdmitted(ctx, s.reg, t, every) })
+	s.log.Info("signals: admitted rates of every instance on the redis", "tally", t.Key())
+	return fleetGatherer{local: s.reg, tally: t, timeout: period / 2}, nil
 }
 
 func (s *stack) buildProxyParts(ctx context.Context) error {
