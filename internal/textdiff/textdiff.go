@@ -15,7 +15,8 @@ type Settings struct {
 	// 3; negative means none.
 	Context int
 	// Heading, if set, tells which lines head a section: the last one above
-	// a hunk is shown after its @@ line, as diff -F does. Nil: none.
+	// a hunk is shown after its @@ line, as diff -F does, without its
+	// leading and trailing spaces. Nil: none.
 	Heading func(line string) bool
 }
 
@@ -165,7 +166,7 @@ func writeHunk(w *strings.Builder, ops []op, h hunk, heading func(string) bool) 
 		if o.kind != '+' {
 			aBefore++
 			if heading != nil && heading(o.line) {
-				head = o.line
+				head = strings.TrimSpace(o.line)
 			}
 		}
 		if o.kind != '-' {

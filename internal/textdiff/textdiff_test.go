@@ -44,8 +44,8 @@ func TestUnified(t *testing.T) {
 		{name: "no context", a: numbered(5, nil), b: numbered(5, map[int]string{3: ""}), s: Settings{Context: -1},
 			want: "--- a\n+++ b\n@@ -3 +2,0 @@\n-l3\n"},
 		{name: "heading above the hunk", a: "tiers:\n  a: 1\n  b: 2\n  c: 3\n  d: 4\n  e: 5\nrules: []\n",
-			b: "tiers:\n  a: 1\n  b: 2\n  c: 3\n  d: 4\n  e: 6\nrules: []\n",
-			s: Settings{Context: 1, Heading: func(l string) bool { return !strings.HasPrefix(l, " ") }},
+			b:    "tiers:\n  a: 1\n  b: 2\n  c: 3\n  d: 4\n  e: 6\nrules: []\n",
+			s:    Settings{Context: 1, Heading: func(l string) bool { return !strings.HasPrefix(l, " ") }},
 			want: "--- a\n+++ b\n@@ -5,3 +5,3 @@ tiers:\n   d: 4\n-  e: 5\n+  e: 6\n rules: []\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
