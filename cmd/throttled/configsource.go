@@ -61,11 +61,15 @@ func fileOwns(kind string) error {
 const reconcileRetry = 2 * time.Second
 
 // startReconcile reconciles file and store now, or, while the store does
-// not answer, in the background until it does.
+// not answer, in the background until it does (logging the first failure
+// only).
 func (s *stack) startReconcile(ctx context.Context, st api.Store) {
-	if err := s.reconcile(ctx, st); err == nil {
+	err := s.reconcile(ctx, st)
+	if err == nil {
 		return
 	}
+	s.log.Warn("config file and store not compared yet: the store does not answer; retrying in the background",
+		"config_source", s.cfg.source().String(), "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
 		t := time.NewTicker(reconcileRetry)
 		defer t.Stop()
@@ -91,7 +95,6 @@ func (s *stack) reconcile(ctx context.Context, st api.Store) error {
 		snap, wrote, err := api.Replace(ctx, st, file, api.ReplaceSettings{Force: true,
 			Who: "config.source: file", Validate: validatePolicy})
 		if err != nil {
-			s.log.Error("config.source: file: the store could not be made equal to the file; retrying", "err", err)
 			return err
 		}
 		if wrote {

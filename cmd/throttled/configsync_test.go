@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
@@ -297,4 +298,21 @@ func TestConfigSourceValidated(t *testing.T) {
 	if c, _ := parseConfig([]byte(readmeConfig), nil); c.source() != sourceStore {
 		t.Fatalf("default source %v, want store", c.source())
 	}
+}
+
+// With config.source: file and the store not answering at start, serve
+// starts, and makes the store equal to the file once it answers.
+func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	old := testConfig(t, "", rd.URL())
+	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	storeWith(t, rd.URL(), old)
+	cfg := testConfig(t, upstreamServer(t).URL, rd.URL())
+	cfg.ConfigSource.Source = "file"
+	rd.Pause()
+	startServe(t, cfg)
+	rd.Resume()
+	waitFor(t, 20*time.Second, "the store to hold the file's tiers", func() bool {
+		return storedConfig(t, rd.URL()).Config.Tiers["free"].Rate == 5
+	})
 }
