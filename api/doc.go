@@ -26,6 +26,11 @@
 // Errors are {"error": "...", "field": "..."}; field is a path such as
 // "tiers.free.rate", "rules[2].key" or "assignments.k1.tier".
 //
+// With Settings.ReadOnly a caller makes kinds of resources read-only (as
+// cmd/throttled's config.source: file does for tiers, keys and rules):
+// writes to them are 409 naming why, reads are unaffected. Replace writes a
+// whole Config at once, only over the version the caller read.
+//
 // Deleting a tier is refused (409, naming the references) while
 // default_tier, anonymous_tier or a key assignment names it; the operator
 // moves those first. Rules do not name tiers. The tier's pin, if any, is

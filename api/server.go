@@ -76,6 +76,13 @@ type Settings struct {
 	// reset (an error wrapping ErrStoreReset), e.g. to count it. The
 	// Watcher reports the resets it finds through its OnError.
 	OnReset func(error)
+	// ReadOnly, if set, is asked before each write (POST, PUT, DELETE)
+	// with the kind of resource it changes (KindTiers, KindKeys, KindRules
+	// or KindPins): an error refuses the write with 409 Conflict, its text
+	// the message, as when a configuration file owns tiers, rules and
+	// assignments (cmd/throttled's config.source: file). Reads are
+	// unaffected. Nil: everything is writable.
+	ReadOnly func(kind string) error
 }
 
 // DefaultMaxAuditEntryBytes bounds one audit entry (16 KiB).
@@ -181,7 +188,7 @@ func (sv *Server) routes() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = sv.handleError
 	e.Use(sv.metrics.middleware, recoverPanic)
-	g := e.Group("/v1", sv.auth.middleware)
+	g := e.Group("/v1", sv.auth.middleware, sv.readOnly)
 	g.GET("/tiers", sv.listTiers)
 	g.POST("/tiers", sv.createTier)
 	g.GET("/tiers/:name", sv.getTier)

@@ -137,13 +137,13 @@ const (
 type Tier struct {
 	Rate      int64    `json:"rate" yaml:"rate"`
 	Period    Duration `json:"period" yaml:"period"`
-	Burst     int64    `json:"burst,omitempty" yaml:"burst"`
-	Algorithm string   `json:"algorithm,omitempty" yaml:"algorithm"`
+	Burst     int64    `json:"burst,omitempty" yaml:"burst,omitempty"`
+	Algorithm string   `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
 	Priority  int      `json:"priority" yaml:"priority"`
-	Alpha     float64  `json:"alpha,omitempty" yaml:"alpha"`
-	Beta      float64  `json:"beta,omitempty" yaml:"beta"`
-	Floor     float64  `json:"floor,omitempty" yaml:"floor"`
-	Ceiling   float64  `json:"ceiling,omitempty" yaml:"ceiling"`
+	Alpha     float64  `json:"alpha,omitempty" yaml:"alpha,omitempty"`
+	Beta      float64  `json:"beta,omitempty" yaml:"beta,omitempty"`
+	Floor     float64  `json:"floor,omitempty" yaml:"floor,omitempty"`
+	Ceiling   float64  `json:"ceiling,omitempty" yaml:"ceiling,omitempty"`
 }
 
 // WithDefaults returns t with zero AIMD parameters and algorithm filled in.
@@ -166,7 +166,7 @@ func (t Tier) WithDefaults() Tier {
 // limiter.HTTPRule) and methods (empty: every method).
 type Match struct {
 	Path    string   `json:"path" yaml:"path"`
-	Methods []string `json:"methods,omitempty" yaml:"methods"`
+	Methods []string `json:"methods,omitempty" yaml:"methods,omitempty"`
 }
 
 // Rule limits the HTTP requests it matches, per key. Algorithm, Limit,
@@ -176,23 +176,23 @@ type Rule struct {
 	Name      string     `json:"name" yaml:"name"`
 	Match     Match      `json:"match" yaml:"match"`
 	Key       KeySources `json:"key" yaml:"key"`
-	Algorithm string     `json:"algorithm,omitempty" yaml:"algorithm"`
-	Limit     int64      `json:"limit,omitempty" yaml:"limit"`
-	Period    Duration   `json:"period,omitempty" yaml:"period"`
-	Burst     int64      `json:"burst,omitempty" yaml:"burst"`
-	Cost      int64      `json:"cost,omitempty" yaml:"cost"`
-	Mode      string     `json:"mode,omitempty" yaml:"mode"`
-	MaxWait   Duration   `json:"max_wait,omitempty" yaml:"max_wait"`
-	Fallback  string     `json:"fallback,omitempty" yaml:"fallback"`
+	Algorithm string     `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	Limit     int64      `json:"limit,omitempty" yaml:"limit,omitempty"`
+	Period    Duration   `json:"period,omitempty" yaml:"period,omitempty"`
+	Burst     int64      `json:"burst,omitempty" yaml:"burst,omitempty"`
+	Cost      int64      `json:"cost,omitempty" yaml:"cost,omitempty"`
+	Mode      string     `json:"mode,omitempty" yaml:"mode,omitempty"`
+	MaxWait   Duration   `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
+	Fallback  string     `json:"fallback,omitempty" yaml:"fallback,omitempty"`
 }
 
 // Config is the whole enforcement configuration the admin API edits.
 type Config struct {
 	Tiers         map[string]Tier   `json:"tiers" yaml:"tiers"`
 	Rules         []Rule            `json:"rules" yaml:"rules"`
-	DefaultTier   string            `json:"default_tier,omitempty" yaml:"default_tier"`
-	AnonymousTier string            `json:"anonymous_tier,omitempty" yaml:"anonymous_tier"`
-	Assignments   map[string]string `json:"assignments,omitempty" yaml:"assignments"`
+	DefaultTier   string            `json:"default_tier,omitempty" yaml:"default_tier,omitempty"`
+	AnonymousTier string            `json:"anonymous_tier,omitempty" yaml:"anonymous_tier,omitempty"`
+	Assignments   map[string]string `json:"assignments,omitempty" yaml:"assignments,omitempty"`
 }
 
 // Pin fixes a tier's multiplier until a time, overriding the controller.
@@ -232,15 +232,15 @@ type Snapshot struct {
 	// Version counts writes; 0 means nothing is stored yet.
 	Version int64          `json:"version" yaml:"version"`
 	Config  Config         `json:"config" yaml:"config"`
-	Pins    map[string]Pin `json:"pins,omitempty" yaml:"pins"`
+	Pins    map[string]Pin `json:"pins,omitempty" yaml:"pins,omitempty"`
 	// Revisions maps a resource ("tiers/free", "rules", "keys/K",
 	// "pins/free") to the Version that last wrote it; ETags derive from it.
-	Revisions map[string]int64 `json:"revisions,omitempty" yaml:"revisions"`
+	Revisions map[string]int64 `json:"revisions,omitempty" yaml:"revisions,omitempty"`
 	UpdatedAt time.Time        `json:"updated_at" yaml:"updated_at"`
-	UpdatedBy string           `json:"updated_by,omitempty" yaml:"updated_by"`
+	UpdatedBy string           `json:"updated_by,omitempty" yaml:"updated_by,omitempty"`
 	// Generation names the lineage of this document: set when an empty
 	// store is seeded, kept by every write (see ErrStoreReset).
-	Generation string `json:"generation,omitempty" yaml:"generation"`
+	Generation string `json:"generation,omitempty" yaml:"generation,omitempty"`
 }
 
 // ActivePins returns the pins that still apply at now, by tier.

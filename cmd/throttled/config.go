@@ -51,6 +51,9 @@ type Config struct {
 	RLS RLSConfig `yaml:"rls"`
 	// Check is POST /v1/check on the admin listener, off unless check.enabled.
 	Check CheckConfig `yaml:"check"`
+	// ConfigSource (config.source) says whether the store (default) or
+	// this file is authoritative for tiers, rules and assignments.
+	ConfigSource SourceConfig `yaml:"config"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
@@ -218,6 +221,7 @@ func (c *Config) defaults() {
 	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
 	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
+	setDefault(&c.ConfigSource.Source, sourceStore.String())
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
 }

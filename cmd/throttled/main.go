@@ -2,6 +2,7 @@
 //
 //	throttled serve --config FILE   the proxy, admin API, controller, /metrics, /healthz, /readyz
 //	throttled config check FILE     validate a configuration
+//	throttled config export|diff|import   the store's tiers, rules and assignments as YAML, against a file, from a file
 //	throttled demo      simulated overload on embedded defaults, live table
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
 //	throttled version   print the version
@@ -33,7 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		err = serve(args[1:], stdout, stderr)
 	case "config":
-		err = configCmd(args[1:], stdout)
+		err = configMain(args[1:], stdout)
 	case "demo":
 		err = demo(args[1:], stdout)
 	case "bench":
@@ -51,8 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "throttled:", err)
-		return 1
+		return exitStatus(err, stderr)
 	}
 	return 0
 }
@@ -63,6 +63,10 @@ func usage(w io.Writer) {
 commands:
   serve     run the proxy, admin API, controller and /metrics (--config FILE)
   config    check FILE: validate a configuration, errors with line numbers
+            export: the store's tiers, rules and assignments as YAML (--redis-url URL or --config FILE)
+            diff FILE: the store against FILE, a unified diff (exit 0 same, 1 different, 2 trouble)
+            import FILE: write FILE's tiers, rules and assignments into the store, only over the
+                         version read first (--if-version N, --force)
   demo      simulated overload: backend, free and premium clients, proxy and controller (--duration)
   bench     decisions: decisions/s and latency of a store (--store memory|redis, --json)
             overload: a scenario (surge, crowd, slowdown, instances) against a backend of capacity C,

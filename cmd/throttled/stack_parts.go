@@ -51,9 +51,13 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
 		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
 		Registerer: s.reg, Logger: s.log, OnReset: func(error) { resets.Inc() }}
+	if s.cfg.source() == sourceFile {
+		as.ReadOnly = fileOwns
+	}
 	if err := s.startAdmin(ctx, as); err != nil {
 		return err
 	}
+	s.startReconcile(ctx, st)
 	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: validatePolicy, OnChange: s.apply,
 		OnError: func(err error) {
 			if errors.Is(err, api.ErrStoreReset) {

@@ -63,6 +63,7 @@ func (c *Config) validate() []fieldErr {
 	errs = append(errs, c.validateIdentity()...)
 	errs = append(errs, c.validateRLS()...)
 	errs = append(errs, c.validatePolicy()...)
+	errs = append(errs, c.validateSource()...)
 	return errs
 }
 

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/internal/testenv"
+)
+
+// richConfig uses every field the store holds, and keys and names YAML
+// could misread (numbers, booleans, colons, a leading #).
+const richConfig = `tiers:
+  free:    { rate: 10, period: 1s, burst: 20, priority: 10, beta: 0.5 }
+  premium: { rate: 100, period: 1m, priority: 1, algorithm: gcra, alpha: 0.2, beta: 0.9, floor: 0.1, ceiling: 0.95 }
+  "yes":   { rate: 1, period: 1h30m, priority: 5, algorithm: sliding_window_counter }
+rules:
+  - name: writes
+    match: { path: /api/, methods: [POST, PUT] }
+    key: [api_key, "header:X-Tenant"]
+    algorithm: fixed_window
+    limit: 5
+    period: 10s
+    burst: 5
+    cost: 2
+    mode: shadow
+    fallback: allow
+  - name: per-ip
+    match: { path: / }
+    key: ip
+    mode: delay
+    max_wait: 250ms
+default_tier: free
+anonymous_tier: "yes"
+assignments:
+  "123": premium
+  "key: with colon": free
+  "#hash": premium
+  "true": free
+`
+
+// runCLI runs throttled with args and returns its exit status and output.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// storedConfig loads the configuration stored at url (prefix throttled:).
+func storedConfig(t *testing.T, url string) api.Snapshot {
+	t.Helper()
+	cfg := &Config{Redis: RedisConfig{URL: url}}
+	cfg.defaults()
+	s, err := openStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	snap, err := api.Load(context.Background(), s.st, validatePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// withoutComments drops the export's header comments.
+func withoutComments(s string) string {
+	var keep []string
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if !strings.HasPrefix(l, "#") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
+// Export then import gives back exactly the configuration exported, and
+// importing it over its own store writes nothing.
+func TestConfigExportImportRoundTrip(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	url0, url1 := "redis://"+rd.Addr()+"/0", "redis://"+rd.Addr()+"/1"
+	file := writeFile(t, "rich.yaml", richConfig)
+	if code, out, errs := runCLI(t, "config", "import", "--redis-url", url0, file); code != 0 || !strings.Contains(out, "imported") {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
+	}
+	parsed, err := parseConfig([]byte(richConfig), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := storedConfig(t, url0)
+	if got, want := jsonOf(t, first.Config), jsonOf(t, parsed.apiConfig()); got != want {
+		t.Fatalf("stored after import:\n%s\nwant the file's:\n%s", got, want)
+	}
+	code, exported, errs := runCLI(t, "config", "export", "--redis-url", url0)
+	if code != 0 || !strings.HasPrefix(exported, "# throttled config export: store redis://") {
+		t.Fatalf("export: exit %d\n%s%s", code, exported, errs)
+	}
+	exp := writeFile(t, "exported.yaml", exported)
+	if code, out, errs := runCLI(t, "config", "import", "--redis-url", url1, exp); code != 0 {
+		t.Fatalf("import of the export: exit %d\n%s%s", code, out, errs)
+	}
+	if got, want := jsonOf(t, storedConfig(t, url1).Config), jsonOf(t, first.Config); got != want {
+		t.Fatalf("round trip changed the configuration:\n%s\nwant:\n%s", got, want)
+	}
+	_, again, _ := runCLI(t, "config", "export", "--redis-url", url1)
+	if withoutComments(again) != withoutComments(exported) {
+		t.Fatalf("second export differs:\n%s\nfirst:\n%s", again, exported)
+	}
+	code, out, _ := runCLI(t, "config", "import", "--redis-url", url0, exp)
+	if code != 0 || !strings.Contains(out, "nothing written") || storedConfig(t, url0).Version != first.Version {
+		t.Fatalf("import over its own store: exit %d %q, want nothing written at version %d", code, out, first.Version)
+	}
+}
+
+// diff exits 0 when file and store are the same, 1 with a unified diff
+// from the store to the file when they differ, 2 on trouble.
+func TestConfigDiffExitStatus(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	url := rd.URL()
+	file := writeFile(t, "a.yaml", richConfig)
+	if code, out, errs := runCLI(t, "config", "import", "--redis-url", url, file); code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "config", "diff", "--redis-url", url, file); code != 0 || out != "" {
+		t.Fatalf("diff of equal: exit %d %q %q, want 0 and no output", code, out, errs)
+	}
+	// A spelling of the same values is no difference.
+	same := writeFile(t, "same.yaml", strings.Replace(richConfig, "period: 1m,", "period: 60s,", 1))
+	if code, out, _ := runCLI(t, "config", "diff", same, "--redis-url", url); code != 0 {
+		t.Fatalf("diff of 1m vs 60s: exit %d\n%s", code, out)
+	}
+	changed := writeFile(t, "b.yaml", strings.NewReplacer("rate: 10,", "rate: 3,", "cost: 2", "cost: 3").Replace(richConfig))
+	code, out, _ := runCLI(t, "config", "diff", "--redis-url", url, changed)
+	for _, want := range []string{"--- store redis://", "version 1\n+++ " + changed + "\n", "-    rate: 10\n+    rate: 3\n",
+		"@@ - name: writes\n", "-    cost: 2\n+    cost: 3\n"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Fatalf("diff: exit %d, want 1 and %q in:\n%s", code, want, out)
+		}
+	}
+	for _, args := range [][]string{{"diff", "--redis-url", url, "/nonexistent.yaml"}, {"diff", "--redis-url", url},
+		{"diff", "--nope", file}, {"diff", file}} {
+		if code, _, errs := runCLI(t, append([]string{"config"}, args...)...); code != 2 || errs == "" {
+			t.Errorf("config %v: exit %d %q, want 2 and a message", args, code, errs)
+		}
+	}
+}
+
+// import writes only over the version it read (or --if-version names): a
+// store changed since is left alone, and the error names both versions.
+func TestConfigImportIfVersion(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	url := rd.URL()
+	file := writeFile(t, "a.yaml", richConfig)
+	if code, out, errs := runCLI(t, "config", "import", "--redis-url", url, file); code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
+	}
+	changed := writeFile(t, "b.yaml", strings.Replace(richConfig, "rate: 10,", "rate: 3,", 1))
+	code, out, errs := runCLI(t, "config", "import", "--redis-url", url, "--if-version", "1", changed)
+	if code != 0 || storedConfig(t, url).Config.Tiers["free"].Rate != 3 {
+		t.Fatalf("import over version 1: exit %d\n%s%s", code, out, errs)
+	}
+	// Someone else wrote version 2 meanwhile; an import that read version 1 is refused.
+	before := storedConfig(t, url)
+	code, out, errs = runCLI(t, "config", "import", "--redis-url", url, "--if-version", "1", file)
+	if code != 1 || !strings.Contains(errs, "at version 2, not version 1") || !strings.Contains(errs, "config diff") {
+		t.Fatalf("stale import: exit %d %q %q, want 1 naming versions 2 and 1", code, out, errs)
+	}
+	if after := storedConfig(t, url); jsonOf(t, after) != jsonOf(t, before) {
+		t.Fatalf("a refused import changed the store: %+v", after)
+	}
+	code, out, errs = runCLI(t, "config", "import", "--redis-url", url, "--if-version", "1", "--force", file)
+	if snap := storedConfig(t, url); code != 0 || snap.Version != 3 || snap.Config.Tiers["free"].Rate != 10 {
+		t.Fatalf("forced import: exit %d, version %d\n%s%s", code, snap.Version, out, errs)
+	}
+}
+
+// storeWith stores cfg's tiers, rules and assignments in the Redis at url,
+// as version 1 written by another instance.
+func storeWith(t *testing.T, url string, c *Config) {
+	t.Helper()
+	s, err := openStore(&Config{Redis: RedisConfig{URL: url, Prefix: c.Redis.Prefix, Timeout: c.Redis.Timeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if _, _, err := api.Replace(context.Background(), s.st, c.apiConfig(), api.ReplaceSettings{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildLogged builds the stack of cfg (without serving) and returns its
+// log.
+func buildLogged(t *testing.T, cfg *Config) (*stack, *syncBuffer) {
+	t.Helper()
+	var logs syncBuffer
+	s, err := buildStack(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	return s, &logs
+}
+
+// With config.source: file serve makes the store equal to the file at
+// start, and the admin API refuses writes to what the file owns with 409
+// naming config.source: file, while reads and pins work.
+func TestServeConfigSourceFile(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	old := testConfig(t, "", rd.URL())
+	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	storeWith(t, rd.URL(), old)
+	cfg := testConfig(t, "", rd.URL())
+	cfg.ConfigSource.Source = "file"
+	s, _ := buildLogged(t, cfg)
+	snap := storedConfig(t, rd.URL())
+	if snap.Version != 2 || snap.UpdatedBy != "config.source: file" || snap.Config.Tiers["free"].Rate != 5 {
+		t.Fatalf("store after start: version %d by %q, free %+v; want the file's rate 5 as version 2",
+			snap.Version, snap.UpdatedBy, snap.Config.Tiers["free"])
+	}
+	hs := httptest.NewServer(s.admin.Load())
+	t.Cleanup(hs.Close)
+	auth := []string{"Authorization", "Bearer " + testToken, "If-Match", "*"}
+	resp, body := call(t, "GET", hs.URL+"/v1/tiers/free", "", auth...)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"rate":5`) {
+		t.Fatalf("GET free: %d %s", resp.StatusCode, body)
+	}
+	resp, body = call(t, "PUT", hs.URL+"/v1/tiers/free", `{"rate":1,"period":"1s","priority":1}`, auth...)
+	if resp.StatusCode != 409 || !strings.Contains(body, "config.source: file") {
+		t.Fatalf("PUT free: %d %s, want 409 naming config.source: file", resp.StatusCode, body)
+	}
+	resp, body = call(t, "PUT", hs.URL+"/v1/keys/k9", `{"tier":"premium"}`, auth...)
+	if resp.StatusCode != 409 {
+		t.Fatalf("PUT key: %d %s, want 409", resp.StatusCode, body)
+	}
+	resp, body = call(t, "PUT", hs.URL+"/v1/multipliers/free/pin", `{"multiplier":0.5,"ttl":"1m"}`, auth[:2]...)
+	if resp.StatusCode != 201 {
+		t.Fatalf("pin: %d %s, want 201", resp.StatusCode, body)
+	}
+}
+
+// In store mode serve warns once when the file and the store differ,
+// naming `throttled config diff`, and not when they agree.
+func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	old := testConfig(t, "", rd.URL())
+	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	storeWith(t, rd.URL(), old)
+	_, logs := buildLogged(t, testConfig(t, "", rd.URL()))
+	if n := strings.Count(logs.String(), "throttled config diff"); n != 1 {
+		t.Fatalf("%d warnings naming throttled config diff, want 1:\n%s", n, logs.String())
+	}
+	if storedConfig(t, rd.URL()).Config.Tiers["free"].Rate != 10 {
+		t.Fatal("store mode changed the store")
+	}
+	_, logs = buildLogged(t, old)
+	if strings.Contains(logs.String(), "throttled config diff") {
+		t.Fatalf("warned although file and store agree:\n%s", logs.String())
+	}
+}
+
+func TestConfigSourceValidated(t *testing.T) {
+	src := strings.Replace(readmeConfig, "redis:\n", "config:\n  source: files\nredis:\n", 1)
+	if _, err := parseConfig([]byte(src), nil); err == nil || !strings.Contains(err.Error(), "config.source") ||
+		!strings.Contains(err.Error(), "store or file") {
+		t.Fatalf("config.source: files: %v, want an error naming config.source and the values", err)
+	}
+	c, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_CONFIG_SOURCE=file"})
+	if err != nil || c.source() != sourceFile {
+		t.Fatalf("THROTTLED_CONFIG_SOURCE=file: %v, %v", c, err)
+	}
+	if c, _ := parseConfig([]byte(readmeConfig), nil); c.source() != sourceStore {
+		t.Fatalf("default source %v, want store", c.source())
+	}
+}
+
+// With config.source: file and the store not answering at start, serve
+// starts, and makes the store equal to the file once it answers.
+func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	old := testConfig(t, "", rd.URL())
+	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	storeWith(t, rd.URL(), old)
+	cfg := testConfig(t, upstreamServer(t).URL, rd.URL())
+	cfg.ConfigSource.Source = "file"
+	rd.Pause()
+	startServe(t, cfg)
+	rd.Resume()
+	waitFor(t, 20*time.Second, "the store to hold the file's tiers", func() bool {
+		return storedConfig(t, rd.URL()).Config.Tiers["free"].Rate == 5
+	})
+}
