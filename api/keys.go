@@ -22,6 +22,7 @@ type keyView struct {
 	Tier          string `json:"tier,omitempty"`
 	Assigned      bool   `json:"assigned"`
 	EffectiveTier string `json:"effective_tier,omitempty"`
+	Unlimited     bool   `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
 	Bucket        any    `json:"bucket"`
 	BucketError   string `json:"bucket_error,omitempty"`
 }
@@ -127,6 +128,7 @@ func (sv *Server) getKey(c echo.Context) error {
 	if !ok {
 		v.EffectiveTier = snap.Config.DefaultTier
 	}
+	v.Unlimited = snap.Config.Tiers[v.EffectiveTier].Unlimited
 	if sv.s.Inspector != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), inspectTimeout)
 		defer cancel()

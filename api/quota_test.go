@@ -85,6 +85,13 @@ func TestQuotaFieldsRoundTrip(t *testing.T) {
 	if !rule.HideClientHeaders || len(rule.Limits) != 2 || rule.Limits[1].Align != "calendar" || rule.Limits[1].Limit != 10000 {
 		t.Fatalf("rule %+v", rule)
 	}
+	want(t, f.do("PUT", "/v1/keys/vip", writeTok, `{"tier":"internal"}`), http.StatusCreated)
+	if m := f.do("GET", "/v1/keys/vip", readTok, nil).obj(t); m["unlimited"] != true {
+		t.Fatalf("GET /v1/keys/vip: %v, want unlimited", m)
+	}
+	if m := f.do("GET", "/v1/keys/k1", readTok, nil).obj(t); m["unlimited"] != nil {
+		t.Fatalf("GET /v1/keys/k1: %v, want no unlimited", m)
+	}
 }
 
 // TestListKeys pages through the assignments in key order; keys added and
