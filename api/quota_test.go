@@ -85,6 +85,9 @@ func TestQuotaFieldsRoundTrip(t *testing.T) {
 	if !rule.HideClientHeaders || len(rule.Limits) != 2 || rule.Limits[1].Align != "calendar" || rule.Limits[1].Limit != 10000 {
 		t.Fatalf("rule %+v", rule)
 	}
+	if r := f.do("GET", "/v1/tiers/internal", readTok, nil); !strings.Contains(string(r.body), `"period":"1mo"`) {
+		t.Fatalf("GET /v1/tiers/internal: %s, want period 1mo", r.body)
+	}
 	want(t, f.do("PUT", "/v1/keys/vip", writeTok, `{"tier":"internal"}`), http.StatusCreated)
 	if m := f.do("GET", "/v1/keys/vip", readTok, nil).obj(t); m["unlimited"] != true {
 		t.Fatalf("GET /v1/keys/vip: %v, want unlimited", m)

@@ -18,8 +18,13 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// MarshalText writes d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+// MarshalText writes d as a Go duration string, Month as "1mo".
+func (d Duration) MarshalText() ([]byte, error) {
+	if d == Month {
+		return []byte("1mo"), nil
+	}
+	return []byte(d.String()), nil
+}
 
 // Month is the period "1mo": with align calendar, the calendar month.
 const Month = Duration(30 * 24 * time.Hour)
@@ -42,7 +47,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // MarshalJSON writes d as a JSON string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+func (d Duration) MarshalJSON() ([]byte, error) {
+	b, _ := d.MarshalText()
+	return json.Marshal(string(b))
+}
 
 // UnmarshalJSON reads a JSON string holding a Go duration; null leaves d
 // unchanged.
