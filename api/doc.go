@@ -10,6 +10,7 @@
 //	GET    /v1/tiers/{name}              one tier
 //	PUT    /v1/tiers/{name}              replace a tier (404 if absent)
 //	DELETE /v1/tiers/{name}              delete a tier (409 while referenced)
+//	GET    /v1/keys?limit=N&cursor=C     the assignments in key order, a page at a time (next_cursor)
 //	GET    /v1/keys/{key}                a key's tier and bucket state
 //	PUT    /v1/keys/{key}                assign a key to a tier {"tier": "free"}
 //	DELETE /v1/keys/{key}                remove the assignment

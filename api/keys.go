@@ -2,8 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,6 +22,7 @@ type keyView struct {
 	Tier          string `json:"tier,omitempty"`
 	Assigned      bool   `json:"assigned"`
 	EffectiveTier string `json:"effective_tier,omitempty"`
+	Unlimited     bool   `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
 	Bucket        any    `json:"bucket"`
 	BucketError   string `json:"bucket_error,omitempty"`
 }
@@ -30,6 +35,69 @@ type assignBody struct {
 type assignment struct {
 	Key  string `json:"key"`
 	Tier string `json:"tier"`
+}
+
+// Paging of GET /v1/keys.
+const (
+	DefaultKeysPage = 100
+	MaxKeysPage     = 1000
+)
+
+// keyList is the answer of GET /v1/keys: a page of assignments in key
+// order, and the cursor of the next page ("" on the last).
+type keyList struct {
+	Keys       []assignment `json:"keys"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// listKeys lists the assignments in byte order of their keys, a page at a
+// time: ?limit=N (1..MaxKeysPage, default DefaultKeysPage) and ?cursor= the
+// next_cursor of the page before. A cursor is the last key of its page,
+// base64url-encoded, so paging is stable while keys are added and removed:
+// each key present throughout is listed exactly once.
+func (sv *Server) listKeys(c echo.Context) error {
+	n, after, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	snap, err := sv.read(c)
+	if err != nil {
+		return err
+	}
+	keys := sortedKeys(snap.Config.Assignments)
+	i := sort.SearchStrings(keys, after)
+	if after != "" && i < len(keys) && keys[i] == after {
+		i++
+	}
+	list := keyList{Keys: []assignment{}}
+	for _, k := range keys[i:min(i+n, len(keys))] {
+		list.Keys = append(list.Keys, assignment{Key: k, Tier: snap.Config.Assignments[k]})
+	}
+	if i+n < len(keys) {
+		list.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(keys[i+n-1]))
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+// pageParams reads ?limit= and ?cursor= (the key after which the page
+// starts; "" from the first).
+func pageParams(c echo.Context) (n int, after string, err error) {
+	n = DefaultKeysPage
+	if q, ok := c.QueryParams()["limit"]; ok {
+		v, err := strconv.Atoi(q[0])
+		if err != nil || v < 1 || v > MaxKeysPage || len(q) > 1 {
+			return 0, "", fieldErr("limit", "%q: want one integer in 1..%d", clip([]byte(strings.Join(q, ","))), MaxKeysPage)
+		}
+		n = v
+	}
+	if q, ok := c.QueryParams()["cursor"]; ok {
+		b, err := base64.RawURLEncoding.DecodeString(q[0])
+		if err != nil || len(q) > 1 || len(b) == 0 || checkKey(string(b)) != nil {
+			return 0, "", fieldErr("cursor", "%q: want the next_cursor of a previous page", clip([]byte(strings.Join(q, ","))))
+		}
+		after = string(b)
+	}
+	return n, after, nil
 }
 
 func keyETag(s Snapshot, key string) string {
@@ -60,6 +128,7 @@ func (sv *Server) getKey(c echo.Context) error {
 	if !ok {
 		v.EffectiveTier = snap.Config.DefaultTier
 	}
+	v.Unlimited = snap.Config.Tiers[v.EffectiveTier].Unlimited
 	if sv.s.Inspector != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), inspectTimeout)
 		defer cancel()

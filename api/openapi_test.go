@@ -55,7 +55,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("routes and openapi.json differ:\nregistered:\n  %s\ndocumented:\n  %s",
 			strings.Join(registered, "\n  "), strings.Join(documented, "\n  "))
 	}
-	if len(registered) != 18 {
+	if len(registered) != 19 {
 		t.Fatalf("%d routes", len(registered))
 	}
 }

@@ -194,6 +194,7 @@ func (sv *Server) routes() *echo.Echo {
 	g.GET("/tiers/:name", sv.getTier)
 	g.PUT("/tiers/:name", sv.replaceTier)
 	g.DELETE("/tiers/:name", sv.deleteTier)
+	g.GET("/keys", sv.listKeys)
 	g.GET("/keys/:key", sv.getKey)
 	g.PUT("/keys/:key", sv.assignKey)
 	g.DELETE("/keys/:key", sv.unassignKey)

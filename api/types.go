@@ -18,14 +18,26 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// MarshalText writes d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+// MarshalText writes d as a Go duration string, Month as "1mo".
+func (d Duration) MarshalText() ([]byte, error) {
+	if d == Month {
+		return []byte("1mo"), nil
+	}
+	return []byte(d.String()), nil
+}
 
-// UnmarshalText reads a Go duration string such as "1s".
+// Month is the period "1mo": with align calendar, the calendar month.
+const Month = Duration(30 * 24 * time.Hour)
+
+// UnmarshalText reads a Go duration string such as "1s", or "1mo" (Month).
 func (d *Duration) UnmarshalText(b []byte) error {
+	if string(b) == "1mo" {
+		*d = Month
+		return nil
+	}
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("api: duration %q: want a Go duration such as \"1s\" or \"250ms\"", b)
+		return fmt.Errorf("api: duration %q: want a Go duration such as \"1s\" or \"250ms\", or \"1mo\"", b)
 	}
 	if v < 0 {
 		return fmt.Errorf("api: duration %q must not be negative", b)
@@ -35,7 +47,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // MarshalJSON writes d as a JSON string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+func (d Duration) MarshalJSON() ([]byte, error) {
+	b, _ := d.MarshalText()
+	return json.Marshal(string(b))
+}
 
 // UnmarshalJSON reads a JSON string holding a Go duration; null leaves d
 // unchanged.
@@ -113,11 +128,12 @@ func clip(b []byte) string {
 var algorithms = []string{"token_bucket", "gcra", "fixed_window",
 	"sliding_window_log", "sliding_window_counter", "leaky_bucket"}
 
-// modes and fallbacks are the values accepted in Rule.Mode and
-// Rule.Fallback ("" means the first).
+// modes, fallbacks and aligns are the values accepted in Rule.Mode,
+// Rule.Fallback and Align ("" means the first).
 var (
 	modes     = []string{"enforce", "shadow", "delay"}
 	fallbacks = []string{"local", "allow", "deny"}
+	aligns    = []string{"period", "calendar"}
 )
 
 // AIMD defaults: a zero Alpha, Beta, Floor or Ceiling in a Tier means these.
@@ -134,11 +150,18 @@ const (
 // its key in Config.Tiers and its URL segment. It is the one configured
 // form of a tier; enforcement (enforce.Tier) and the law (controller.Tier)
 // each take the part they need of it.
+//
+// Align "calendar" (with algorithm fixed_window and period 1m, 1h, 24h or
+// 1mo) counts in UTC calendar units. An Unlimited tier's clients are never
+// refused by a rule (429 or 503); their requests are still counted against
+// its rate.
 type Tier struct {
 	Rate      int64    `json:"rate" yaml:"rate"`
 	Period    Duration `json:"period" yaml:"period"`
 	Burst     int64    `json:"burst,omitempty" yaml:"burst,omitempty"`
 	Algorithm string   `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	Align     string   `json:"align,omitempty" yaml:"align,omitempty"`
+	Unlimited bool     `json:"unlimited,omitempty" yaml:"unlimited,omitempty"`
 	Priority  int      `json:"priority" yaml:"priority"`
 	Alpha     float64  `json:"alpha,omitempty" yaml:"alpha,omitempty"`
 	Beta      float64  `json:"beta,omitempty" yaml:"beta,omitempty"`
@@ -170,20 +193,35 @@ type Match struct {
 }
 
 // Rule limits the HTTP requests it matches, per key. Algorithm, Limit,
-// Period and Burst are optional: with Limit 0 the rule spends the quota of
-// the client's tier.
+// Period, Burst and Align are optional: with Limit 0 the rule spends the
+// quota of the client's tier. Limits, instead of them, gives the rule
+// several limits that must all pass (say 10 per second and 10,000 per
+// calendar day). HideClientHeaders leaves the rule out of the rate-limit
+// response headers.
 type Rule struct {
-	Name      string     `json:"name" yaml:"name"`
-	Match     Match      `json:"match" yaml:"match"`
-	Key       KeySources `json:"key" yaml:"key"`
-	Algorithm string     `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
-	Limit     int64      `json:"limit,omitempty" yaml:"limit,omitempty"`
-	Period    Duration   `json:"period,omitempty" yaml:"period,omitempty"`
-	Burst     int64      `json:"burst,omitempty" yaml:"burst,omitempty"`
-	Cost      int64      `json:"cost,omitempty" yaml:"cost,omitempty"`
-	Mode      string     `json:"mode,omitempty" yaml:"mode,omitempty"`
-	MaxWait   Duration   `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
-	Fallback  string     `json:"fallback,omitempty" yaml:"fallback,omitempty"`
+	Name              string     `json:"name" yaml:"name"`
+	Match             Match      `json:"match" yaml:"match"`
+	Key               KeySources `json:"key" yaml:"key"`
+	Algorithm         string     `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	Limit             int64      `json:"limit,omitempty" yaml:"limit,omitempty"`
+	Period            Duration   `json:"period,omitempty" yaml:"period,omitempty"`
+	Burst             int64      `json:"burst,omitempty" yaml:"burst,omitempty"`
+	Align             string     `json:"align,omitempty" yaml:"align,omitempty"`
+	Limits            []Limit    `json:"limits,omitempty" yaml:"limits,omitempty"`
+	Cost              int64      `json:"cost,omitempty" yaml:"cost,omitempty"`
+	Mode              string     `json:"mode,omitempty" yaml:"mode,omitempty"`
+	MaxWait           Duration   `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
+	Fallback          string     `json:"fallback,omitempty" yaml:"fallback,omitempty"`
+	HideClientHeaders bool       `json:"hide_client_headers,omitempty" yaml:"hide_client_headers,omitempty"`
+}
+
+// Limit is one of a rule's several limits.
+type Limit struct {
+	Algorithm string   `json:"algorithm,omitempty" yaml:"algorithm,omitempty"`
+	Limit     int64    `json:"limit" yaml:"limit"`
+	Period    Duration `json:"period" yaml:"period"`
+	Burst     int64    `json:"burst,omitempty" yaml:"burst,omitempty"`
+	Align     string   `json:"align,omitempty" yaml:"align,omitempty"`
 }
 
 // Config is the whole enforcement configuration the admin API edits.

@@ -94,6 +94,9 @@ func validateTier(name string, t Tier) error {
 	if t.Algorithm != "" && !contains(algorithms, t.Algorithm) {
 		return fieldErr(p+".algorithm", "%q: want %s", t.Algorithm, quoteList(algorithms))
 	}
+	if err := checkAlign(p, t.Align, t.Algorithm, t.Period); err != nil {
+		return err
+	}
 	if err := checkInt(p+".priority", int64(t.Priority), 0, MaxPriority); err != nil {
 		return err
 	}
@@ -190,8 +193,13 @@ func validateLimit(p string, r Rule) error {
 	if err := checkInt(p+".cost", r.Cost, 0, MaxRate); err != nil {
 		return err
 	}
+	if len(r.Limits) > 0 {
+		return validateLimits(p, r)
+	}
 	if r.Limit == 0 {
 		switch {
+		case r.Align != "":
+			return fieldErr(p+".align", "set without limit: a rule with limit 0 counts with its tier's windows")
 		case r.Algorithm != "":
 			return fieldErr(p+".algorithm", "set without limit: a rule with limit 0 counts with its tier's algorithm")
 		case r.Period != 0:
@@ -210,14 +218,21 @@ func validateLimit(p string, r Rule) error {
 	if err := checkInt(p+".burst", r.Burst, 0, MaxRate); err != nil {
 		return err
 	}
-	capacity := r.Limit
-	if r.Burst > 0 && !strings.Contains(r.Algorithm, "window") {
-		capacity = r.Burst
+	if err := checkAlign(p, r.Align, r.Algorithm, r.Period); err != nil {
+		return err
 	}
-	if r.Cost > capacity {
-		return fieldErr(p+".cost", "%d exceeds the rule's capacity %d", r.Cost, capacity)
+	if c := capacity(r.Limit, r.Burst, r.Algorithm); r.Cost > c {
+		return fieldErr(p+".cost", "%d exceeds the rule's capacity %d", r.Cost, c)
 	}
 	return nil
+}
+
+// capacity is the most one key can spend at once under a limit.
+func capacity(limit, burst int64, algorithm string) int64 {
+	if burst > 0 && !strings.Contains(algorithm, "window") {
+		return burst
+	}
+	return limit
 }
 
 func validateMode(p string, r Rule) error {
@@ -341,7 +356,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // "tiers[0] (free): ...limit..." or "rules[2] (api): cost ...".
 var (
 	hookFieldRE = regexp.MustCompile(`\b(tiers|rules)\[(\d+)\](?: \(([^)]*)\))?:?(.*)`)
-	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|algorithm|limit|period|burst|fallback|priority)\b`)
+	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|limits|algorithm|limit|period|burst|align|fallback|priority)\b`)
 )
 
 // hookField names the field of an error from the Validate hook.

@@ -20,6 +20,7 @@ const eps = 1e-9
 type params struct {
 	limit, period, burst, cost, m float64 // period in µs
 	refund                        bool    // give cost back instead of spending it
+	month                         bool    // FixedWindow: calendar months, not period
 }
 
 func paramsOf(r *Request) params {
@@ -30,6 +31,7 @@ func paramsOf(r *Request) params {
 		cost:   float64(r.Cost),
 		m:      r.Multiplier,
 		refund: r.Refund,
+		month:  r.Rule.CalendarMonth(),
 	}
 }
 
@@ -185,12 +187,12 @@ func leakyBucket(s *state, now float64, p params) verdict {
 }
 
 func fixedWindow(s *state, now float64, p params) verdict {
-	ws := math.Floor(now/p.period) * p.period
+	ws, we := window(now, p)
 	if !s.init || s.ts != ws {
 		s.init, s.q, s.c, s.ts = true, 0, 0, ws
 	}
 	al := admissionLimit(p)
-	end := ws + p.period - now
+	end := we - now
 	var v verdict
 	switch {
 	case p.refund:

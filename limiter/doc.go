@@ -51,6 +51,12 @@
 // may admit up to 2×Limit across a window boundary, so their effective burst
 // is 2×Limit.
 //
+// FixedWindow windows start at multiples of Period since the Unix epoch;
+// with AlignCalendar they are UTC calendar units instead (Period Minute,
+// Hour, Day or Month): a day quota resets at 00:00 UTC, a month quota at
+// 00:00 UTC on the 1st, by the store's clock (Redis TIME for the Redis
+// store).
+//
 // # The map
 //
 // This package is the core: Store, Request, Decision, the algorithms and

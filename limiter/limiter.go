@@ -85,6 +85,9 @@ type Rule struct {
 	Limit     int64     // tokens per Period, > 0
 	Period    time.Duration
 	Burst     int64 // bucket capacity; 0 means Limit. Ignored by window algorithms.
+	// Align says where FixedWindow windows start: at multiples of Period
+	// (the zero value) or on the UTC calendar (see AlignCalendar).
+	Align Align
 	// Fallback says how to decide when the shared store fails. Stores
 	// ignore it; the Fallback store applies it.
 	Fallback FallbackPolicy
@@ -159,6 +162,8 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: rule %q: burst %d refills in %.0f years at limit %d per %v, longer than MaxWait (%.0f years)",
 			ErrInvalid, r.Name, r.Capacity(), float64(r.Capacity())*r.Period.Hours()/float64(r.Limit)/(24*365.25),
 			r.Limit, r.Period, MaxWait.Hours()/(24*365.25))
+	case r.validateAlign() != "":
+		return fmt.Errorf("%w: rule %q: %s", ErrInvalid, r.Name, r.validateAlign())
 	case r.Algorithm == SlidingWindowLog && r.Limit > MaxLogLimit:
 		return fmt.Errorf("%w: rule %q: limit %d exceeds %d, the most sliding_window_log keeps per key "+
 			"(one entry per request; use sliding_window_counter)", ErrInvalid, r.Name, r.Limit, MaxLogLimit)

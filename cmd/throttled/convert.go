@@ -22,8 +22,12 @@ func policyOf(c api.Config) (enforce.Policy, error) {
 		if err != nil {
 			return p, &api.FieldError{Field: "tiers." + name + ".algorithm", Msg: err.Error()}
 		}
-		p.Tiers = append(p.Tiers, enforce.Tier{Name: name, Algorithm: alg, Limit: t.Rate,
-			Period: t.Period.D(), Burst: t.Burst, Priority: t.Priority})
+		align, err := limiter.ParseAlign(t.Align)
+		if err != nil {
+			return p, &api.FieldError{Field: "tiers." + name + ".align", Msg: err.Error()}
+		}
+		p.Tiers = append(p.Tiers, enforce.Tier{Name: name, Algorithm: alg, Limit: t.Rate, Period: t.Period.D(),
+			Burst: t.Burst, Align: align, Priority: t.Priority, Unlimited: t.Unlimited})
 	}
 	for i, r := range c.Rules {
 		hr, err := ruleOf(r)
@@ -39,12 +43,23 @@ func ruleOf(r api.Rule) (enforce.Rule, error) {
 	alg, err1 := limiter.ParseAlgorithm(r.Algorithm)
 	mode, err2 := enforce.ParseMode(r.Mode)
 	fb, err3 := limiter.ParseFallbackPolicy(r.Fallback)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	align, err4 := limiter.ParseAlign(r.Align)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return enforce.Rule{}, err
 	}
-	return enforce.Rule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
-		Algorithm: alg, Limit: r.Limit, Period: r.Period.D(), Burst: r.Burst, Cost: r.Cost,
-		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb}, nil
+	er := enforce.Rule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
+		Algorithm: alg, Limit: r.Limit, Period: r.Period.D(), Burst: r.Burst, Align: align, Cost: r.Cost,
+		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb, HideHeaders: r.HideClientHeaders}
+	for i, l := range r.Limits {
+		alg, err1 := limiter.ParseAlgorithm(l.Algorithm)
+		align, err2 := limiter.ParseAlign(l.Align)
+		if err := errors.Join(err1, err2); err != nil {
+			return enforce.Rule{}, fmt.Errorf("limits[%d]: %w", i, err)
+		}
+		er.Limits = append(er.Limits, enforce.Limit{Algorithm: alg, Limit: l.Limit, Period: l.Period.D(),
+			Burst: l.Burst, Align: align})
+	}
+	return er, nil
 }
 
 func sortedTiers(m map[string]api.Tier) []string {

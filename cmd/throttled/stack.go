@@ -100,9 +100,13 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	near, err := instrument.NewNearLimit(s.reg)
+	if err != nil {
+		return err
+	}
 	if s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
 		mem := limiter.NewMemory()
-		s.store = instrument.Store(mem, m, "memory")
+		s.store = near.Store(instrument.Store(mem, m, "memory"))
 		s.log.Info("store: embedded in-memory (no redis configured)")
 		return s.buildReadiness(enforce.ReadinessSettings{Shared: mem.Ready})
 	}
@@ -144,7 +148,7 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.store = instrument.Store(fb, m, "redis")
+	s.store = near.Store(instrument.Store(fb, m, "redis"))
 	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
 	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
 }

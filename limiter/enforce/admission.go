@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -65,8 +66,9 @@ func (ps *pass) admitTier(ctx context.Context, tier string) {
 // token when the tier is capped. It recomputes the keys from r with the
 // current policy, so a policy swapped in between refunds what the new one
 // would have taken. Shadow rules are left alone: they never refuse, and
-// what they counted only feeds the shadow log. Refunds outlive ctx's
-// cancellation, as they must reach the store.
+// what they counted only feeds the shadow log; so are the rules of an
+// unlimited tier, whose decisions may not have taken anything. Refunds
+// outlive ctx's cancellation, as they must reach the store.
 func (e *Enforcer) Refund(ctx context.Context, r *http.Request, res *Result) {
 	if !res.Allowed || !res.Limited {
 		return
@@ -81,9 +83,10 @@ func (e *Enforcer) Refund(ctx context.Context, r *http.Request, res *Result) {
 		if cr.Mode == ModeShadow || !cr.matches(r.Method, r.URL.Path) {
 			continue
 		}
-		if key, ok := cr.key(&id, r, tier); ok {
-			_, _ = e.store.Decide(ctx, limiter.Request{Key: key, Rule: cr.rule(tier), Cost: cr.Cost, Multiplier: m,
-				Tier: tier.Name, Refund: true})
+		key, ok := cr.key(&id, r, tier)
+		for j := 0; ok && !tier.Unlimited && j < cr.limits(); j++ {
+			_, _ = e.store.Decide(ctx, limiter.Request{Key: cr.limitKey(key, j), Rule: cr.rule(tier, j), Cost: cr.Cost,
+				Multiplier: m, Tier: tier.Name, Refund: true})
 		}
 	}
 	if e.set.Rates == nil {
@@ -118,7 +121,8 @@ type leaseRouter struct {
 }
 
 func (l *leaseRouter) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
-	if l.names[req.Rule.Name] && req.Rule.Name != TierAdmissionRule {
+	name, _, _ := strings.Cut(req.Rule.Name, "#") // a rule's further limits are "<rule>#2", …
+	if l.names[name] && name != TierAdmissionRule {
 		return l.leased.Decide(ctx, req)
 	}
 	return l.shared.Decide(ctx, req)

@@ -94,16 +94,14 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 	clear(out)
 	for i := range qs {
 		q, pl := &qs[i], &plan[i]
-		rule := pl.cr.rule(pl.tier)
-		req := limiter.Request{Key: pl.cr.keyOf(pl.tier, q.parts()...), Rule: rule, Cost: pl.cost,
-			Multiplier: e.multiplier(pl.tier.Name), Tier: pl.tier.Name}
 		var who *identity.Client // counted when refused, as an API key: the key may be a secret
 		if q.Key != "" {
 			who = &identity.Client{APIKey: q.Key}
 		}
-		d, more, err := ps.ask(ctx, pl.cr, req, who)
+		d, period, more, err := ps.askAll(ctx, pl.cr, pl.tier, pl.cr.keyOf(pl.tier, q.parts()...), pl.cost,
+			e.multiplier(pl.tier.Name), who)
 		if out != nil {
-			out[i] = Outcome{Asked: true, Refused: !more, Decision: d, Period: rule.Period, Tier: pl.tier.Name, Err: err}
+			out[i] = Outcome{Asked: true, Refused: !more, Decision: d, Period: period, Tier: pl.tier.Name, Err: err}
 		}
 		if !more {
 			break
@@ -152,7 +150,7 @@ func (c *compiled) plan(qs []Query, lookup TierLookup, u UnassignedKeys, pl []pl
 		if cost == 0 {
 			cost = cr.Cost
 		}
-		if capacity := cr.rule(t).Capacity(); cost < 0 || max(cost, 1) > capacity {
+		if capacity := cr.capacity(t); cost < 0 || max(cost, 1) > capacity {
 			return nil, bad("cost", "%d: want 1..%d (the capacity of rule %s for tier %s)", cost, capacity, cr.Name, t.Name)
 		}
 		pl[i] = planned{cr: cr, tier: t, cost: cost}
@@ -187,14 +185,48 @@ type pass struct {
 	taken [8]applied // the first admitting rules, without allocating
 	n     int        // how many of taken are in use
 	more  []applied  // the admitting rules after the eighth
+	// unlimited: the client being asked for is of an unlimited tier
+	unlimited bool
+}
+
+// askAll decides every limit of rule cr for a client of tier t whose
+// bucket key is key, in order, through ask. more is false when a limit
+// refused (what the earlier limits and rules took is given back then). d is
+// the refusing decision, else the most restrictive one, and period its
+// limit's; err is the last store error.
+func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key string, cost int64, m float64,
+	who *identity.Client) (d limiter.Decision, period time.Duration, more bool, err error) {
+	ps.unlimited = t.Unlimited
+	seen := false
+	for i := range cr.limits() {
+		req := limiter.Request{Key: cr.limitKey(key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name}
+		di, ok, e := ps.ask(ctx, cr, req, who)
+		if e != nil {
+			err = e
+			continue
+		}
+		if !seen || !ok || tighterOrEqual(&di, &d) {
+			d, period, seen = di, req.Rule.Period, true
+		}
+		if !ok {
+			return d, period, false, err
+		}
+	}
+	return d, period, true, err
 }
 
 // ask decides req for rule cr and notes the decision. more is false when
 // cr refused: what earlier rules took is given back, who is counted as a
 // refused client, and no further rule is to be asked. A store error is
-// kept in the result and lets the request through for that rule.
+// kept in the result and lets the request through for that rule. A client
+// of an unlimited tier is decided (and counted) but never refused nor
+// delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
-	d, err = ps.e.decide(ctx, cr, req)
+	if ps.unlimited {
+		d, err = ps.e.store.Decide(ctx, req)
+	} else {
+		d, err = ps.e.decide(ctx, cr, req)
+	}
 	if err != nil {
 		ps.res.Err = err
 		return d, true, err
@@ -206,6 +238,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, 
 		return d, true, nil
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true
+		return d, true, nil
+	case ps.unlimited:
+		ps.res.Unlimited = true
 		return d, true, nil
 	}
 	ps.giveBack(ctx)
@@ -273,6 +308,7 @@ type BucketState struct {
 	Algorithm  string        `json:"algorithm"`
 	Limit      int64         `json:"limit"`
 	Period     time.Duration `json:"period_ns"`
+	Align      string        `json:"align,omitempty"` // "calendar" for UTC calendar windows
 	Remaining  int64         `json:"remaining"`
 	ResetAfter time.Duration `json:"reset_after_ns"`
 }
@@ -290,16 +326,27 @@ func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, e
 		if len(cr.keys) != 1 || !clientKeyed(cr.keys[0].kind) {
 			continue
 		}
-		r := cr.rule(tier)
-		d, err := e.store.Decide(ctx, limiter.Request{Key: cr.keyOf(tier, client), Rule: r, Peek: true, Tier: tier.Name,
-			Multiplier: e.multiplier(tier.Name)})
-		if err != nil {
-			return out, err
+		for j := range cr.limits() {
+			b, err := e.peek(ctx, cr.limitKey(cr.keyOf(tier, client), j), cr.rule(tier, j), tier)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, b)
 		}
-		out = append(out, BucketState{Rule: cr.Name, Tier: tier.Name, Algorithm: r.Algorithm.String(), Limit: r.Limit,
-			Period: r.Period, Remaining: d.Remaining, ResetAfter: d.ResetAfter})
 	}
 	return out, nil
+}
+
+// peek reads one limit's bucket for a client of tier.
+func (e *Enforcer) peek(ctx context.Context, key string, r limiter.Rule, tier *Tier) (BucketState, error) {
+	d, err := e.store.Decide(ctx, limiter.Request{Key: key, Rule: r, Peek: true, Tier: tier.Name,
+		Multiplier: e.multiplier(tier.Name)})
+	b := BucketState{Rule: r.Name, Tier: tier.Name, Algorithm: r.Algorithm.String(), Limit: r.Limit,
+		Period: r.Period, Remaining: d.Remaining, ResetAfter: d.ResetAfter}
+	if r.Align != limiter.AlignPeriod {
+		b.Align = r.Align.String()
+	}
+	return b, err
 }
 
 func clientKeyed(kind string) bool {

@@ -25,7 +25,8 @@ type compiledRule struct {
 	path    Path
 	methods map[string]bool
 	keys    []keySource
-	own     *limiter.Rule // the rule's own quota, or nil: the tier's
+	own     []limiter.Rule // the rule's own limits, or nil: the tier's quota
+	suffix  []string       // of the bucket keys of own[1:]: "#2", "#3", …
 }
 
 type keySource struct {
@@ -67,9 +68,7 @@ func compile(p *Policy) (*compiled, error) {
 			}
 			cr.keys = append(cr.keys, ks)
 		}
-		if r.Limit != 0 {
-			cr.own = &limiter.Rule{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst, Fallback: r.Fallback}
-		}
+		cr.ownLimits()
 		c.rules = append(c.rules, cr)
 	}
 	return c, nil
@@ -84,12 +83,52 @@ func (r *compiledRule) matches(method, path string) bool {
 	return r.path.Match(path)
 }
 
-// rule is the limit the rule applies to a client of tier t.
-func (r *compiledRule) rule(t *Tier) limiter.Rule {
-	if r.own != nil {
-		return *r.own
+// ownLimits sets own and suffix from the rule's limits: limit i (from 0)
+// is named and keyed with "#<i+1>" after the first.
+func (r *compiledRule) ownLimits() {
+	if r.Limit != 0 {
+		r.own = []limiter.Rule{{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst,
+			Align: r.Align, Fallback: r.Fallback}}
 	}
-	return limiter.Rule{Name: r.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst, Fallback: r.Fallback}
+	for i, l := range r.Limits {
+		sfx := ""
+		if i > 0 {
+			sfx = "#" + strconv.Itoa(i+1)
+		}
+		r.own = append(r.own, limiter.Rule{Name: r.Name + sfx, Algorithm: l.Algorithm, Limit: l.Limit, Period: l.Period,
+			Burst: l.Burst, Align: l.Align, Fallback: r.Fallback})
+		r.suffix = append(r.suffix, sfx)
+	}
+}
+
+// limits is how many limits the rule applies: its own, or the tier's one.
+func (r *compiledRule) limits() int { return max(1, len(r.own)) }
+
+// rule is limit i of the rule for a client of tier t.
+func (r *compiledRule) rule(t *Tier, i int) limiter.Rule {
+	if r.own != nil {
+		return r.own[i]
+	}
+	return limiter.Rule{Name: r.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst,
+		Align: t.Align, Fallback: r.Fallback}
+}
+
+// limitKey is the bucket key of limit i, given the rule's bucket key.
+func (r *compiledRule) limitKey(key string, i int) string {
+	if i == 0 {
+		return key
+	}
+	return key + r.suffix[i]
+}
+
+// capacity is the most one request may cost under the rule for tier t:
+// the smallest capacity of its limits.
+func (r *compiledRule) capacity(t *Tier) int64 {
+	c := r.rule(t, 0).Capacity()
+	for i := 1; i < r.limits(); i++ {
+		c = min(c, r.rule(t, i).Capacity())
+	}
+	return c
 }
 
 // maxKeyLen bounds bucket keys: longer keys are replaced by their SHA-256,

@@ -14,8 +14,9 @@
 //
 // # Several rules
 //
-// A request's rules are decided one store call each, in order, and a
-// refusal refunds what the earlier rules took. That is not one atomic step
+// A request's rules (and each rule's several Limits) are decided one store
+// call each, in order, and a refusal refunds what the earlier rules and
+// limits took. That is not one atomic step
 // across rules (each rule's own decision is), and the gap is bounded:
 //
 //   - Between a take and its refund (one check's duration) the unit is

@@ -97,6 +97,12 @@ type Result struct {
 	Tier     string
 	Priority int  // the tier's priority: 0 most important
 	Shadowed bool // a shadow rule would have refused
+	// Unlimited: a rule would have refused, but the client's tier is
+	// unlimited, so it passed.
+	Unlimited bool
+	// Hidden: the reported Decision is of a rule that hides its headers,
+	// so WriteHeaders writes none but Retry-After.
+	Hidden bool
 	// RetryAfter is the Retry-After value in whole seconds (≥ 1) when
 	// refused; 503s carry jitter.
 	RetryAfter int64
@@ -128,8 +134,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 		if !ok {
 			continue
 		}
-		req := limiter.Request{Key: key, Rule: cr.rule(tier), Cost: cr.Cost, Multiplier: m, Tier: tier.Name}
-		if _, more, _ := ps.ask(ctx, cr, req, id); !more {
+		if _, _, more, _ := ps.askAll(ctx, cr, tier, key, cr.Cost, m, id); !more {
 			break
 		}
 	}
@@ -177,19 +182,26 @@ func (e *Enforcer) countRefusal(id *identity.Client) {
 }
 
 // note keeps d as the reported decision when it is the most restrictive so
-// far: the least remaining, then the longest reset.
+// far (the least remaining, then the longest reset), a decision of a rule
+// that shows its headers always before one of a rule that hides them.
 func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
-	if res.Limited && (d.Remaining > res.Decision.Remaining ||
-		d.Remaining == res.Decision.Remaining && d.ResetAfter <= res.Decision.ResetAfter) {
+	hide := cr.HideHeaders
+	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, &d)) {
 		return
 	}
 	res.Limited = true
-	res.Decision, res.Rule, res.Period = d, cr.Name, r.Period
+	res.Decision, res.Rule, res.Period, res.Hidden = d, cr.Name, r.Period, hide
+}
+
+// tighterOrEqual reports whether a is at least as restrictive as b: less
+// remaining, or as much and a reset at least as long.
+func tighterOrEqual(a, b *limiter.Decision) bool {
+	return b.Remaining > a.Remaining || b.Remaining == a.Remaining && b.ResetAfter <= a.ResetAfter
 }
 
 func (res *Result) refuse(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
 	res.Allowed = false
-	res.Decision, res.Rule, res.Period = d, cr.Name, r.Period
+	res.Decision, res.Rule, res.Period, res.Hidden = d, cr.Name, r.Period, cr.HideHeaders
 	res.Status = http.StatusTooManyRequests
 	if d.Reason == limiter.Shed {
 		res.Status = http.StatusServiceUnavailable

@@ -14,14 +14,34 @@ import (
 // Tier is what enforcement needs of a tier: its quota and priority (0 is
 // the highest priority). The configured tier is api.Tier; its control
 // parameters are controller.Tier; cmd/throttled derives both views from it.
+//
+// An Unlimited tier's clients are never refused by a rule (neither 429 nor
+// 503): their requests are still decided and counted against the tier's
+// quota, as in ModeShadow, so headers and metrics show their usage. The
+// tier admission cap and the concurrency limit, which protect the
+// upstream, still apply.
 type Tier struct {
 	Name      string
 	Algorithm limiter.Algorithm
 	Limit     int64
 	Period    time.Duration
 	Burst     int64
+	Align     limiter.Align // FixedWindow: limiter.AlignCalendar for UTC minutes, hours, days, months
 	Priority  int
+	Unlimited bool
 }
+
+// Limit is one of a rule's own limits (see Rule.Limits).
+type Limit struct {
+	Algorithm limiter.Algorithm
+	Limit     int64
+	Period    time.Duration
+	Burst     int64
+	Align     limiter.Align
+}
+
+// MaxLimits bounds a rule's Limits.
+const MaxLimits = 8
 
 // Mode says what a rule does with a refusal.
 type Mode uint8
@@ -61,9 +81,21 @@ func ParseMode(s string) (Mode, error) {
 // A rule whose key source is absent from a request (say, no API key) does
 // not apply to it.
 //
-// With Limit 0 the rule uses the quota of the client's tier; with Limit set
-// it has its own (Algorithm, Limit, Period, Burst). Either way the tier's
-// multiplier applies.
+// With Limit 0 and no Limits the rule uses the quota of the client's tier;
+// with Limit set it has its own (Algorithm, Limit, Period, Burst, Align);
+// with Limits it has several, all of which must pass (say 10 per second and
+// 10,000 per calendar day). Either way the tier's multiplier applies.
+//
+// Limits are decided in order, each in its own bucket, and a refusal by one
+// gives back what the earlier ones took, as between rules (see the package
+// doc for the bounds): a request refused by the daily limit spends nothing
+// of the per-second one. The first limit's bucket key is the rule's; limit
+// i (from 0) adds "#<i+1>" to it and to the rule name in metrics.
+//
+// HideHeaders withholds the rule's decisions from the X-RateLimit-* and
+// RateLimit* headers: the headers report the most restrictive rule that
+// does not hide them, and none when every rule that applied hides them. A
+// refusal by a hiding rule still carries Retry-After.
 type Rule struct {
 	Name      string
 	Methods   []string
@@ -73,10 +105,14 @@ type Rule struct {
 	Limit     int64
 	Period    time.Duration
 	Burst     int64
-	Cost      int64 // tokens per request; 0 means 1
+	Align     limiter.Align
+	Limits    []Limit // instead of Algorithm, Limit, Period, Burst and Align: several limits
+	Cost      int64   // tokens per request; 0 means 1
 	Mode      Mode
 	MaxWait   time.Duration // ModeDelay: longest wait for capacity
 	Fallback  limiter.FallbackPolicy
+	// HideHeaders: no X-RateLimit-*/RateLimit* headers for this rule.
+	HideHeaders bool
 }
 
 // Policy is the whole enforcement configuration. Rules apply in order; a
@@ -110,7 +146,7 @@ func (p *Policy) Validate() error {
 			bad("tiers[%d].name %q: duplicate", i, t.Name)
 		}
 		seen[t.Name] = true
-		r := limiter.Rule{Name: t.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst}
+		r := limiter.Rule{Name: t.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst, Align: t.Align}
 		if err := r.Validate(); err != nil {
 			bad("tiers[%d] (%s): %v", i, t.Name, unwrapInvalid(err))
 		}
@@ -170,8 +206,12 @@ func (r *Rule) validate(i int, tiers []Tier) error {
 			return f("key: %v", err)
 		}
 	}
+	if len(r.Limits) > 0 {
+		return r.validateLimits(f)
+	}
 	if r.Limit != 0 {
-		lr := limiter.Rule{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst, Fallback: r.Fallback}
+		lr := limiter.Rule{Name: r.Name, Algorithm: r.Algorithm, Limit: r.Limit, Period: r.Period, Burst: r.Burst,
+			Align: r.Align, Fallback: r.Fallback}
 		if err := lr.Validate(); err != nil {
 			return f("%s", unwrapInvalid(err))
 		}
@@ -181,9 +221,29 @@ func (r *Rule) validate(i int, tiers []Tier) error {
 		return nil
 	}
 	for _, t := range tiers {
-		tr := limiter.Rule{Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst}
+		tr := limiter.Rule{Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst, Align: t.Align}
 		if c := max(r.Cost, 1); t.Limit > 0 && c > tr.Capacity() {
 			return f("cost %d exceeds the capacity %d of tier %s", c, tr.Capacity(), t.Name)
+		}
+	}
+	return nil
+}
+
+// validateLimits checks a rule with several limits.
+func (r *Rule) validateLimits(f func(string, ...any) error) error {
+	switch {
+	case r.Limit != 0 || r.Period != 0 || r.Burst != 0 || r.Algorithm != 0 || r.Align != 0:
+		return f("limits: set limits or limit (with algorithm, period, burst, align), not both")
+	case len(r.Limits) > MaxLimits:
+		return f("limits: %d limits, at most %d", len(r.Limits), MaxLimits)
+	}
+	for j, l := range r.Limits {
+		lr := limiter.Rule{Name: r.Name, Algorithm: l.Algorithm, Limit: l.Limit, Period: l.Period, Burst: l.Burst, Align: l.Align}
+		if err := lr.Validate(); err != nil {
+			return f("limits[%d]: %s", j, unwrapInvalid(err))
+		}
+		if c := max(r.Cost, 1); c > lr.Capacity() {
+			return f("limits[%d]: cost %d exceeds the limit's capacity %d", j, c, lr.Capacity())
 		}
 	}
 	return nil

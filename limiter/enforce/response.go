@@ -32,10 +32,17 @@ var (
 )
 
 // WriteHeaders sets the rate-limit headers of res on h, for the most
-// restrictive rule, and Retry-After on a refusal. All values share one
+// restrictive rule that does not hide them (none when the reported rule
+// hides them), and Retry-After on a refusal. All values share one
 // string and one slice.
 func (res *Result) WriteHeaders(h http.Header) {
 	if !res.Limited {
+		return
+	}
+	if res.Hidden { // the rule hides its headers: only a refusal's Retry-After
+		if !res.Allowed {
+			h[keyRetryAfter] = []string{strconv.FormatInt(res.RetryAfter, 10)}
+		}
 		return
 	}
 	d := &res.Decision

@@ -107,7 +107,7 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 			return d, err
 		}
 	}
-	j := &job{ctx: ctx, keys: keys, alg: int(alg), args: [7]any{now, req.Rule.Limit, int64(req.Rule.Period / time.Microsecond),
+	j := &job{ctx: ctx, keys: keys, alg: int(alg), args: [7]any{now, req.Rule.Limit, periodArg(&req.Rule),
 		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]}}
 	res, err := r.run(ctx, j)
 	if err != nil {
@@ -149,6 +149,15 @@ func (r *Store) HonoursDeadlines() error {
 }
 
 var refundArg = [2]string{"", "1"}
+
+// periodArg is the period in µs, or -1 for the UTC calendar month (see
+// lua/fixed_window.lua).
+func periodArg(r *limiter.Rule) int64 {
+	if r.CalendarMonth() {
+		return -1
+	}
+	return int64(r.Period / time.Microsecond)
+}
 
 func b2i(b bool) int {
 	if b {

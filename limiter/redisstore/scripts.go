@@ -11,7 +11,7 @@ import (
 // can be read, linted and run with redis-benchmark as they are. Each decides
 // for KEYS[1] with
 //
-//	ARGV = now_us ("" = read Redis TIME), limit, period_us, capacity, cost,
+//	ARGV = now_us ("" = read Redis TIME), limit, period_us (-1: the calendar month), capacity, cost,
 //	       multiplier, refund ("1": give cost back, as after a refusal by a later rule)
 //
 // and replies {reason, remaining, reset_us, retry_us} (all integers). They

@@ -1,5 +1,5 @@
 -- throttled: fixed_window decision for KEYS[1].
--- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
+-- ARGV: now_us ("" = Redis TIME), limit, period_us (-1: the UTC calendar month), capacity, cost,
 --       multiplier, refund ("1" = give cost back).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
 -- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps"),
@@ -16,7 +16,28 @@ local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
 local refund = ARGV[7] == '1'
 local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
 local eps = 1e-9
-local ws = math.floor(now / period) * period
+-- period_us -1 is the UTC calendar month (limiter.Month with AlignCalendar):
+-- the civil date of now (H. Hinnant's days-to-civil), then its month's bounds.
+local ws, we
+if period < 0 then
+  local day = 86400000000
+  local z = math.floor(now / day)
+  local doe = (z + 719468) % 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local y = yoe + math.floor((z + 719468) / 146097) * 400
+  local mon = mp + 3
+  if mon > 12 then mon, y = mon - 12, y + 1 end
+  local len = ({31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31})[mon]
+  if mon == 2 and (y % 4 == 0 and y % 100 ~= 0 or y % 400 == 0) then len = 29 end
+  ws = (z - d + 1) * day
+  we = ws + len * day
+else
+  ws = math.floor(now / period) * period
+  we = ws + period
+end
 -- State: one string, struct.pack('<ddd', q, c, ts); a hash {q, c, ts}
 -- written by older versions is read once and replaced.
 local v, q, c, ts = redis.pcall('GET', KEYS[1])
@@ -28,7 +49,7 @@ elseif type(v) == 'table' then
 end
 if q == nil or ts ~= ws then q, c = 0, 0 elseif c == nil then c = q end
 local al = math.max(math.floor(limit * m + eps), cost)
-local left = ws + period - now
+local left = we - now
 local reason = 0
 if refund then q, c = math.max(0, q - cost), math.max(0, c - cost)
 elseif q + cost > limit then reason = 1
