@@ -92,7 +92,7 @@ func (w *redisWatch) observe(err error, now time.Time) {
 		w.folded.Store(0)
 		w.down.Store(true)
 		w.log.Error(w.where+" unreachable, check "+w.setting+"; serving on the local fallback "+
-			"(shared quotas per instance, admin API answers 503 until it is back)", "err", err)
+			"(each instance enforces its share of every quota; the admin API answers 503 until Redis is back)", "err", err)
 	case err != nil && now.Sub(w.reminded) >= w.remind:
 		w.reminded = now
 		w.log.Warn(w.where+" still unreachable, check "+w.setting+"; serving on the local fallback",
