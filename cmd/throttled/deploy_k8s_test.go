@@ -147,8 +147,11 @@ func TestK8sExample(t *testing.T) {
 	e := loadK8sExample(t)
 	th := e.throttled
 	for name, pr := range map[string]*k8sProbe{"/readyz": th.ReadinessProbe, "/healthz": th.LivenessProbe} {
-		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != name || th.containerPort(pr.HTTPGet.Port) != e.adminPort {
-			t.Errorf("throttled probe for %s: %+v, want httpGet %s on the admin port %d", name, pr, name, e.adminPort)
+		if pr == nil || pr.HTTPGet == nil {
+			t.Errorf("throttled: no httpGet probe for %s", name)
+		} else if pr.HTTPGet.Path != name || th.containerPort(pr.HTTPGet.Port) != e.adminPort {
+			t.Errorf("throttled probe for %s: httpGet %s on port %v, want %s on the admin port %d",
+				name, pr.HTTPGet.Path, pr.HTTPGet.Port, name, e.adminPort)
 		}
 	}
 	if th.containerPort("http") != e.proxyPort {
