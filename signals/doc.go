@@ -6,9 +6,9 @@
 // Two sources satisfy [Source]:
 //
 //   - [Prometheus] runs one PromQL instant query per signal against a
-//     Prometheus HTTP API (defaults: [DefaultLatencyQuery],
-//     [DefaultErrorRatioQuery], [DefaultAdmittedQuery]; saturation only
-//     when a query is given).
+//     Prometheus HTTP API (defaults: [LatencyQuery] and [ErrorRatioQuery]
+//     on the series a required selector such as job="checkout" picks,
+//     [DefaultAdmittedQuery]; saturation only when a query is given).
 //   - [InProcess] computes the same signals from a prometheus.Gatherer (the
 //     process's own registry): windowed values from the change between two
 //     successive reads, as rate() and histogram_quantile() would; the

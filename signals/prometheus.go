@@ -17,9 +17,11 @@ import (
 
 // Defaults of PrometheusSettings.
 const (
-	// DefaultLatencyQuery is the p99 of http_request_duration_seconds over 1m.
+	// DefaultLatencyQuery is the p99 of http_request_duration_seconds over
+	// 1m, of every series: the default query is LatencyQuery(Selector).
 	DefaultLatencyQuery = `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[1m])))`
-	// DefaultErrorRatioQuery is the share of 5xx in http_requests_total over 1m.
+	// DefaultErrorRatioQuery is the share of 5xx in http_requests_total over
+	// 1m, of every series: the default query is ErrorRatioQuery(Selector).
 	// A service that has never answered 5xx has no such series: "or
 	// vector(0)" makes its ratio 0 rather than an empty (invalid) result,
 	// while no traffic at all still leaves the denominator empty (invalid).
@@ -38,9 +40,15 @@ const (
 type PrometheusSettings struct {
 	// URL of the Prometheus HTTP API, e.g. http://prometheus:9090. Required.
 	URL string
-	// LatencyQuery yields the latency in seconds; DefaultLatencyQuery if empty.
+	// Selector picks the protected service's series for the default
+	// latency and error-ratio queries: PromQL label matchers such as
+	// `job="checkout"` (braces optional). Required while either default is
+	// in use: unfiltered, they would average every service this
+	// Prometheus scrapes.
+	Selector string
+	// LatencyQuery yields the latency in seconds; LatencyQuery(Selector) if empty.
 	LatencyQuery string
-	// ErrorRatioQuery yields failed/all requests; DefaultErrorRatioQuery if empty.
+	// ErrorRatioQuery yields failed/all requests; ErrorRatioQuery(Selector) if empty.
 	ErrorRatioQuery string
 	// SaturationQuery yields saturation; empty means the signal is Disabled.
 	SaturationQuery string
@@ -59,13 +67,17 @@ type PrometheusSettings struct {
 	Now func() time.Time
 }
 
-// withDefaults fills in the zero values.
+// withDefaults fills in the zero values; s is valid.
 func (s PrometheusSettings) withDefaults() PrometheusSettings {
+	sel := ""
+	if s.Selector != "" {
+		sel, _ = ParseSelector(s.Selector) // checked by validate
+	}
 	if s.LatencyQuery == "" {
-		s.LatencyQuery = DefaultLatencyQuery
+		s.LatencyQuery = LatencyQuery(sel)
 	}
 	if s.ErrorRatioQuery == "" {
-		s.ErrorRatioQuery = DefaultErrorRatioQuery
+		s.ErrorRatioQuery = ErrorRatioQuery(sel)
 	}
 	if s.AdmittedQuery == "" {
 		s.AdmittedQuery = DefaultAdmittedQuery
@@ -95,6 +107,15 @@ func (s PrometheusSettings) validate() error {
 	}
 	if s.MaxAge < 0 {
 		return fmt.Errorf("%w: MaxAge %s is negative", ErrInvalidSettings, s.MaxAge)
+	}
+	if s.Selector != "" {
+		_, err := ParseSelector(s.Selector)
+		return err
+	}
+	if s.LatencyQuery == "" || s.ErrorRatioQuery == "" {
+		return fmt.Errorf("%w: Selector is empty while a default query is in use (LatencyQuery or ErrorRatioQuery "+
+			"unset): it would read every service this Prometheus scrapes; give the service's label matchers, "+
+			`e.g. job="checkout"`, ErrInvalidSettings)
 	}
 	return nil
 }
@@ -138,6 +159,18 @@ func NewPrometheus(s PrometheusSettings, reg prometheus.Registerer) (*Prometheus
 		now:      s.Now,
 		m:        m,
 	}, nil
+}
+
+// Queries returns the queries in use by signal ("latency", "error_ratio",
+// "saturation" when set) and "admitted", for logs and status pages.
+func (p *Prometheus) Queries() map[string]string {
+	out := map[string]string{"admitted": p.admitted}
+	for _, k := range Kinds() {
+		if p.queries[k] != "" {
+			out[k.String()] = p.queries[k]
+		}
+	}
+	return out
 }
 
 // Read runs the configured queries concurrently, each bounded by Timeout,

@@ -84,7 +84,8 @@ func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	// Wait until a scrape after the drive is in the rate window.
 	prom.WaitForSeries(t, `sum(increase(http_requests_total[1m])) > 0`, 30*time.Second)
 
-	src := newProm(t, PrometheusSettings{URL: prom.URL()})
+	// The defaults on the scraped app's job, as serve runs them.
+	src := newProm(t, PrometheusSettings{URL: prom.URL(), Selector: `job="` + prom.Job() + `"`})
 	s, err := src.Read(context.Background())
 	if err != nil {
 		t.Fatalf("Read: %v", err)
@@ -161,7 +162,7 @@ func TestPrometheusSourceJudgesAnswers(t *testing.T) {
 func TestPrometheusSourceStale(t *testing.T) {
 	prom := testenv.StartPrometheus(t)
 	c := newClock(time.Now())
-	src := newProm(t, PrometheusSettings{URL: prom.URL(), LatencyQuery: "vector(1)", MaxAge: time.Minute, Now: c.Now})
+	src := newProm(t, PrometheusSettings{URL: prom.URL(), LatencyQuery: "vector(1)", ErrorRatioQuery: "vector(0)", MaxAge: time.Minute, Now: c.Now})
 	for _, tc := range []struct {
 		name   string
 		offset time.Duration // of the fake clock from the real one
@@ -180,7 +181,7 @@ func TestPrometheusSourceStale(t *testing.T) {
 
 func TestPrometheusSourceUnreachable(t *testing.T) {
 	url := "http://" + testenv.Addr(testenv.FreePort(t)) // nothing listens there
-	src := newProm(t, PrometheusSettings{URL: url})
+	src := newProm(t, PrometheusSettings{URL: url, Selector: `job="app"`})
 	s, err := src.Read(context.Background())
 	want(t, "latency", s.Latency, 0, QueryError, 0)
 	want(t, "error ratio", s.ErrorRatio, 0, QueryError, 0)
@@ -224,7 +225,7 @@ func TestPrometheusSourceTimeout(t *testing.T) {
 
 func TestPrometheusSourceCanceled(t *testing.T) {
 	prom := testenv.StartPrometheus(t)
-	src := newProm(t, PrometheusSettings{URL: prom.URL()})
+	src := newProm(t, PrometheusSettings{URL: prom.URL(), Selector: `job="app"`})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s, err := src.Read(ctx)

@@ -233,7 +233,7 @@ func TestPrometheusSourceAdmitted(t *testing.T) {
 		})
 	}
 	c := newClock(time.Now().Add(time.Hour))
-	src := newProm(t, PrometheusSettings{URL: prom.URL(), AdmittedQuery: tier("1", "free"), MaxAge: time.Minute, Now: c.Now})
+	src := newProm(t, PrometheusSettings{URL: prom.URL(), AdmittedQuery: tier("1", "free"), Selector: `job="app"`, MaxAge: time.Minute, Now: c.Now})
 	s, _ := src.Read(context.Background())
 	wantRates(t, "an hour old", s.Admitted, nil, Stale)
 }

@@ -88,7 +88,11 @@ type RedisConfig struct {
 // PrometheusConfig selects the signal source; no URL means in-process
 // signals from the proxy's own upstream metrics.
 type PrometheusConfig struct {
-	URL             string       `yaml:"url"`
+	URL string `yaml:"url"`
+	// Selector (label matchers, e.g. job="checkout") picks the protected
+	// service's series in the default latency and error-ratio queries;
+	// required while either default is in use.
+	Selector        string       `yaml:"selector"`
 	LatencyQuery    string       `yaml:"latency_query"`
 	ErrorRatioQuery string       `yaml:"error_ratio_query"`
 	SaturationQuery string       `yaml:"saturation_query"`

@@ -27,6 +27,11 @@ rules:
   - name: per-ip
     match: { path: / }
     key: ip
+identity:
+  # The load balancers or ingress in front of throttled (CIDRs or addresses).
+  # Only their X-Forwarded-For is believed; empty, every client behind one of
+  # them is its single address and shares one per-ip quota.
+  trusted_proxies: []
 `
 
 func TestReadmeConfigParses(t *testing.T) {
@@ -61,7 +66,7 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 		{"bad duration", strings.Replace(readmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
 		{"bad upstream", strings.Replace(readmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
 		{"bad token role", strings.Replace(readmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},
-		{"bad unassigned_keys", readmeConfig + "identity:\n  unassigned_keys: trust\n", "identity.unassigned_keys"},
+		{"bad unassigned_keys", strings.Replace(readmeConfig, "trusted_proxies: []", "trusted_proxies: []\n  unassigned_keys: trust", 1), "identity.unassigned_keys"},
 	}
 	for _, tc := range cases {
 		_, err := parseConfig([]byte(tc.edit), nil)

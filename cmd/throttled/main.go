@@ -6,6 +6,7 @@
 //	throttled demo      simulated overload on embedded defaults, live table
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
 //	throttled version   print the version
+//	throttled healthcheck   GET the local /readyz, exit 0 or 1 (for distroless images)
 package main
 
 import (
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = bench(args[1:], stdout)
 	case "script":
 		err = script(args[1:], stdout)
+	case "healthcheck":
+		err = healthcheck(args[1:], stdout, stderr)
 	case "version":
 		_, err = fmt.Fprintln(stdout, "throttled", version)
 	case "help", "-h", "--help":
@@ -74,6 +77,7 @@ commands:
             http: a hello-world served with and without the middleware (none, memory, redis, lease)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version
+  healthcheck  GET the local /readyz (--url), exit 0 when 2xx, else 1: for HEALTHCHECK and probes
 `)
 }
 

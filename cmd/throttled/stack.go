@@ -50,6 +50,8 @@ type stack struct {
 	rls           *rls.Server                   // Envoy's rate limit service; nil: off
 	runners       []func(context.Context) error
 	tierList      atomic.Pointer[[]string]
+	redisWatch    *redisWatch  // nil: no Redis (redislog.go)
+	redisLog      *slog.Logger // folds the Redis users' warnings while it is down
 }
 
 func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {
@@ -113,6 +115,7 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if s.rdb, err = redisClient(&s.cfg.Redis); err != nil {
 		return err
 	}
+	s.watchRedis(ctx)
 	if err := s.checkMemoryPolicy(ctx); err != nil {
 		return err
 	}
@@ -168,7 +171,7 @@ func (s *stack) checkMemoryPolicy(ctx context.Context) error {
 	mp, err := redisstore.CheckMemoryPolicy(cctx, s.rdb)
 	switch {
 	case err != nil:
-		s.log.Warn("redis maxmemory-policy not checked", "err", err)
+		s.redisLogger().Warn("redis maxmemory-policy not checked", "err", err)
 	case mp.Risk != "":
 		g.WithLabelValues(mp.Policy).Set(1)
 		s.log.Warn("redis maxmemory-policy "+mp.Policy+" "+mp.Risk, "maxmemory", mp.MaxMemory)
@@ -205,7 +208,7 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 		return nil
 	}
 	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix,
-		StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D(), Logger: s.log}, s.reg)
+		StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D(), Logger: s.redisLogger()}, s.reg)
 	if err != nil {
 		return err
 	}
@@ -215,7 +218,11 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 }
 
 func (s *stack) buildEnforcer(ctx context.Context) error {
-	id, err := identifierOf(&s.cfg.Identity)
+	untrusted, err := s.watchForwards()
+	if err != nil {
+		return err
+	}
+	id, err := identifierOf(&s.cfg.Identity, untrusted)
 	if err != nil {
 		return err
 	}
@@ -233,8 +240,8 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	return err
 }
 
-func identifierOf(c *IdentityConfig) (identity.Identifier, error) {
-	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix}
+func identifierOf(c *IdentityConfig, untrusted *identity.UntrustedForwards) (identity.Identifier, error) {
+	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix, Untrusted: untrusted}
 	for _, p := range c.TrustedProxies {
 		pfx, err := parsePrefix(p)
 		if err != nil {

@@ -50,7 +50,7 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	}
 	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
 		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
-		Registerer: s.reg, Logger: s.log, OnReset: func(error) { resets.Inc() }}
+		Registerer: s.reg, Logger: s.redisLogger(), OnReset: func(error) { resets.Inc() }}
 	if s.cfg.source() == sourceFile {
 		as.ReadOnly = fileOwns
 	}
@@ -65,7 +65,7 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 				s.log.Error("admin config store was reset: the configuration in force stays and is restored", "err", err)
 				return
 			}
-			s.log.Warn("admin config", "err", err)
+			s.redisLogger().Warn("admin config", "err", err)
 		}})
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 	case errors.Is(err, api.ErrInvalid):
 		return err
 	}
-	s.log.Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
+	s.redisLogger().Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
 		retry := time.NewTicker(2 * time.Second)
 		defer retry.Stop()
@@ -191,7 +191,7 @@ func (s *stack) buildController(ctx context.Context) error {
 	if s.cfg.saturationIsRefused() {
 		refused = append(refused, signals.Saturation)
 	}
-	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets, refused...), pub, lease, s.reg, controller.WithLogger(s.log))
+	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets, refused...), pub, lease, s.reg, controller.WithLogger(s.redisLogger()))
 	if err != nil {
 		return err
 	}
@@ -208,10 +208,13 @@ const (
 func (s *stack) signalSource() (signals.Source, error) {
 	p := &s.cfg.Prometheus
 	if p.URL != "" {
-		s.log.Info("signals: prometheus", "url", p.URL)
-		return signals.NewPrometheus(signals.PrometheusSettings{URL: p.URL, LatencyQuery: p.LatencyQuery,
-			ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery, AdmittedQuery: p.AdmittedQuery,
-			Timeout: p.Timeout.D()}, s.reg)
+		src, err := signals.NewPrometheus(signals.PrometheusSettings{URL: p.URL, Selector: p.Selector,
+			LatencyQuery: p.LatencyQuery, ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery,
+			AdmittedQuery: p.AdmittedQuery, Timeout: p.Timeout.D()}, s.reg)
+		if err == nil {
+			s.log.Info("signals: prometheus", "url", redactURL(p.URL), "queries", src.Queries())
+		}
+		return src, err
 	}
 	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", upstreamLatency)
 	in := signals.InProcessSettings{LatencyHistogram: upstreamLatency, RequestsCounter: upstreamRequests}

@@ -14,6 +14,7 @@ import (
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/signals"
 )
 
 // validate reports every problem it finds, each at its YAML path.
@@ -41,6 +42,9 @@ func (c *Config) validate() []fieldErr {
 	if c.Prometheus.URL != "" {
 		if u, err := url.Parse(c.Prometheus.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			add("prometheus.url", "want an http:// or https:// URL")
+		}
+		if msg := c.Prometheus.selectorProblem(); msg != "" {
+			add("prometheus.selector", msg)
 		}
 	}
 	errs = append(errs, c.validateAdminListen()...)
@@ -198,4 +202,22 @@ func isLoopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// selectorProblem reports prometheus.selector missing while a default query
+// is in use (it would steer by every service Prometheus scrapes), or not
+// label matchers.
+func (p *PrometheusConfig) selectorProblem() string {
+	if p.Selector != "" {
+		if _, err := signals.ParseSelector(p.Selector); err != nil {
+			return `want PromQL label matchers such as job="checkout"`
+		}
+		return ""
+	}
+	if p.LatencyQuery != "" && p.ErrorRatioQuery != "" {
+		return ""
+	}
+	return "required with prometheus.url while latency_query or error_ratio_query is unset: " +
+		"the default queries would read every service this Prometheus scrapes; set the protected service's " +
+		`label matchers, e.g. selector: 'job="checkout"'`
 }

@@ -16,6 +16,9 @@ type Settings struct {
 	// Keys verifies API keys; nil: keys are not verified here, and the
 	// enforcer believes only assigned keys (see enforce.UnassignedKeys).
 	Keys KeyVerifier
+	// Untrusted counts requests with X-Forwarded-For from peers outside
+	// TrustedProxies (a load balancer missing from the list); nil: not counted.
+	Untrusted *UntrustedForwards
 }
 
 // New returns the Identifier the product uses: the API key from
@@ -30,7 +33,8 @@ func New(s Settings) (Identifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &identifier{header: textproto.CanonicalMIMEHeaderKey(s.APIKeyHeader), ips: ips, jwt: s.JWT, keys: s.Keys}, nil
+	return &identifier{header: textproto.CanonicalMIMEHeaderKey(s.APIKeyHeader), ips: ips, jwt: s.JWT, keys: s.Keys,
+		untrusted: s.Untrusted}, nil
 }
 
 type identifier struct {
@@ -38,6 +42,8 @@ type identifier struct {
 	ips    *IPResolver
 	jwt    *JWTVerifier
 	keys   KeyVerifier
+	// untrusted counts ignored X-Forwarded-For headers; nil: not counted.
+	untrusted *UntrustedForwards
 }
 
 // unknownIP keys requests whose peer is not an IP (a Unix socket, say), so
@@ -57,8 +63,12 @@ func (i *identifier) Identify(r *http.Request) Client {
 			id.Subject, _ = i.jwt.Subject(h)
 		}
 	}
-	if addr, err := i.ips.RequestIP(r); err == nil {
+	xff := r.Header.Values("X-Forwarded-For")
+	if addr, trusted, err := i.ips.resolve(r.RemoteAddr, xff); err == nil {
 		id.IP = i.ips.ClientKey(addr)
+		if !trusted && len(xff) > 0 && i.untrusted != nil {
+			i.untrusted.observe(addr)
+		}
 	}
 	return id
 }

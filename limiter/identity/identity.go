@@ -98,13 +98,25 @@ func (r *IPResolver) RequestIP(req *http.Request) (netip.Addr, error) {
 // X-Forwarded-For header lines in the order received. It fails only when
 // remoteAddr is not an IP address (for example a Unix socket peer).
 func (r *IPResolver) ClientIP(remoteAddr string, xff []string) (netip.Addr, error) {
+	a, _, err := r.resolve(remoteAddr, xff)
+	return a, err
+}
+
+// resolve is ClientIP, and whether the peer is a trusted proxy (when it is
+// not, the client is the peer and xff was ignored).
+func (r *IPResolver) resolve(remoteAddr string, xff []string) (netip.Addr, bool, error) {
 	peer, ok := parseHop(remoteAddr)
 	if !ok {
-		return netip.Addr{}, fmt.Errorf("%w: %q is not ip:port or ip", ErrBadAddr, remoteAddr)
+		return netip.Addr{}, false, fmt.Errorf("%w: %q is not ip:port or ip", ErrBadAddr, remoteAddr)
 	}
 	if !r.Trusted(peer) {
-		return peer, nil
+		return peer, false, nil
 	}
+	return r.walk(peer, xff), true, nil
+}
+
+// walk reads xff right to left from a trusted peer (see IPResolver).
+func (r *IPResolver) walk(peer netip.Addr, xff []string) netip.Addr {
 	last := peer
 	for i := len(xff) - 1; i >= 0; i-- {
 		line := xff[i]
@@ -117,15 +129,15 @@ func (r *IPResolver) ClientIP(remoteAddr string, xff []string) (netip.Addr, erro
 			}
 			a, ok := parseHop(hop)
 			if !ok {
-				return last, nil
+				return last
 			}
 			if !r.Trusted(a) {
-				return a, nil
+				return a
 			}
 			last = a
 		}
 	}
-	return last, nil
+	return last
 }
 
 // parseHop reads "ip", "ip:port", "[ipv6]" or "[ipv6]:port". It picks the
