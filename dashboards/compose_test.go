@@ -239,7 +239,7 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	df := string(b)
-	for _, want := range []string{"FROM golang:1.26 AS build", "FROM gcr.io/distroless/static",
+	for _, want := range []string{"FROM golang:1.26", " AS build", "FROM gcr.io/distroless/static",
 		"CGO_ENABLED=0", "./cmd/throttled", `ENTRYPOINT ["/usr/local/bin/throttled"]`} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)

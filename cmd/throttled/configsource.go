@@ -68,7 +68,8 @@ func (s *stack) startReconcile(ctx context.Context, st api.Store) {
 	if err == nil {
 		return
 	}
-	s.log.Warn("config file and store not compared yet: the store does not answer; retrying in the background",
+	// With Redis down at start, the outage's one actionable line says so; this one is folded into it.
+	s.redisLogger().Warn("config file and store not compared yet: the store does not answer; retrying in the background",
 		"config_source", s.cfg.source().String(), "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
 		t := time.NewTicker(reconcileRetry)
