@@ -51,6 +51,9 @@ type Config struct {
 	RLS RLSConfig `yaml:"rls"`
 	// Check is POST /v1/check on the admin listener, off unless check.enabled.
 	Check CheckConfig `yaml:"check"`
+
+	// MaxBodyBytes bounds a proxied request's body: 413 beyond it.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
@@ -215,6 +218,7 @@ func (c *Config) defaults() {
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
+	setDefault(&c.MaxBodyBytes, defaultMaxBodyBytes)
 }
 
 // minStaleAfter is the least controller.stale_after that survives a leader
