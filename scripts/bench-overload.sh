@@ -4,6 +4,8 @@
 # figure per scenario and mode, as in BENCHMARKS.md. Raw JSON lines go to
 # $OUT (default bench-overload.jsonl).
 set -euo pipefail
+# The approved Go toolchain, as in the Makefile (which may pass another).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}; dur=${DURATION:-30s}; port=${PORT:-16398}; out=${OUT:-bench-overload.jsonl}
 scenarios=${SCENARIOS:-surge crowd slowdown instances}

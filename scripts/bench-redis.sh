@@ -13,6 +13,8 @@
 # OLD_LUA=dir also runs the scripts in dir (say, an older lua/) as old_<alg>;
 # BEFORE=binary also runs `BEFORE bench --store redis …` (an older throttled).
 set -euo pipefail
+# The approved Go toolchain, as in the Makefile (which may pass another).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}; n=${N:-200000}; port=${PORT:-16399}; dur=${DUR:-5s}
 algs=${ALGS:-token_bucket gcra leaky_bucket fixed_window sliding_window_counter sliding_window_log}

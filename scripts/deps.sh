@@ -3,13 +3,19 @@
 # (redis-tools) and prometheus + promtool, from Debian's packages, and the
 # pinned Go linters (staticcheck, govulncheck) with go install.
 set -euo pipefail
+# The approved Go toolchain, as in the Makefile (which may pass another).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOVULNCHECK=golang.org/x/vuln/cmd/govulncheck@v1.9.0
 GOBIN="$(go env GOPATH)/bin"
-# go_tool NAME PKG@VERSION: installs PKG@VERSION unless NAME of that version is there.
+GOVERSION="$(go env GOVERSION)"
+# go_tool NAME PKG@VERSION: installs PKG@VERSION unless NAME of that version,
+# built by this Go (a linter built by an older Go cannot read the export
+# data of a newer one), is there.
 go_tool() {
   local want="${2##*@}"
-  if [ -x "$GOBIN/$1" ] && go version -m "$GOBIN/$1" 2>/dev/null | grep -q "mod.*[[:space:]]$want[[:space:]]"; then
+  if [ -x "$GOBIN/$1" ] && go version -m "$GOBIN/$1" 2>/dev/null |
+    awk -v v="$want" -v g="$GOVERSION" 'NR == 1 && $2 == g {ok++} $1 == "mod" && $3 == v {ok++} END {exit ok != 2}'; then
     return 0
   fi
   echo "deps: go install $2" >&2

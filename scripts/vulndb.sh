@@ -5,6 +5,8 @@
 # serves that module where vuln.go.dev may be unreachable.
 # VULNDB=<module version> picks another snapshot of the database.
 set -euo pipefail
+# The approved Go toolchain, as in the Makefile (which may pass another).
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 VULNDB="${VULNDB:-v0.0.0-20261105234957-e22db6528018}"
 out="${XDG_CACHE_HOME:-$HOME/.cache}/throttled/vulndb-$VULNDB"
 if [ ! -f "$out/index/db.json" ]; then

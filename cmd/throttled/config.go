@@ -54,6 +54,8 @@ type Config struct {
 	// ConfigSource (config.source) says whether the store (default) or
 	// this file is authoritative for tiers, rules and assignments.
 	ConfigSource SourceConfig `yaml:"config"`
+	// MaxBodyBytes bounds a proxied request's body: 413 beyond it.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
@@ -228,6 +230,7 @@ func (c *Config) defaults() {
 	setDefault(&c.ConfigSource.Source, sourceStore.String())
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
+	setDefault(&c.MaxBodyBytes, defaultMaxBodyBytes)
 }
 
 // minStaleAfter is the least controller.stale_after that survives a leader

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -62,6 +63,46 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// defaultMaxBodyBytes is max_body_bytes when the config leaves it 0.
+const defaultMaxBodyBytes = 10 << 20
+
+// limitBody bounds r's body to limit bytes. A body past it cancels the
+// request's context with the *http.MaxBytesError as the cause, so that the
+// upstream call stops and the upstream breaker does not count it (a client
+// must not be able to open the breaker with oversized bodies); the error
+// handler then answers 413. Call release when the request is over. A
+// request without a body allocates nothing.
+func limitBody(w http.ResponseWriter, r *http.Request, limit int64) (_ *http.Request, release func()) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r, noRelease
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	r = r.WithContext(ctx)
+	r.Body = &limitedBody{ReadCloser: http.MaxBytesReader(w, r.Body, limit), cancel: cancel}
+	return r, func() { cancel(nil) }
+}
+
+func noRelease() {}
+
+type limitedBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+		b.cancel(tooBig)
+	}
+	return n, err
+}
+
+// refuseBody answers 413 to a body larger than limit.
+func refuseBody(w http.ResponseWriter, limit int64) {
+	writeJSON(w, http.StatusRequestEntityTooLarge, []byte(`{"error":"request body larger than max_body_bytes","reason":"body_too_large","max_body_bytes":`+
+		strconv.FormatInt(limit, 10)+"}\n"))
+}
+
 // resultKey carries a request's *enforce.Result to ModifyResponse and the
 // error handler, which write its rate-limit headers.
 type resultKey struct{}
@@ -86,7 +127,14 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 		ModifyResponse: oursWin,
 		ErrorHandler:   s.upstreamError,
 	}
+	limit := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit { // declared: refused before it counts
+			refuseBody(w, limit)
+			return
+		}
+		r, release := limitBody(w, r, limit)
+		defer release()
 		res := s.enforcer.Check(r.Context(), r)
 		if !res.Allowed {
 			res.WriteHeaders(w.Header())
@@ -224,9 +272,17 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 	writeJSON(w, http.StatusServiceUnavailable, []byte(body))
 }
 
-// upstreamError answers a failed upstream call: a fast 503 while the
-// route's breaker is open, 502 otherwise.
+// upstreamError answers a failed upstream call: 413 when the request's
+// body passed max_body_bytes, a fast 503 while the route's breaker is
+// open, 502 otherwise.
 func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if tooBig := (*http.MaxBytesError)(nil); errors.As(context.Cause(r.Context()), &tooBig) {
+		if res, ok := r.Context().Value(resultKey{}).(*enforce.Result); ok {
+			res.WriteHeaders(w.Header())
+		}
+		refuseBody(w, tooBig.Limit)
+		return
+	}
 	if errors.Is(err, bulkhead.ErrOpen) {
 		b, _ := s.breakers.Get("upstream:" + s.breakerRoutes.Of(r.URL.Path, "default"))
 		secs := wait.Jittered(time.Second, rand.Int64N)

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -160,5 +164,77 @@ func TestUpstreamRateLimitHeadersReplaced(t *testing.T) {
 	}
 	if v := resp.Header.Values("X-RateLimit-Limit"); len(v) == 1 && v[0] != "5" {
 		t.Errorf("X-RateLimit-Limit %q, want 5 (free)", v[0])
+	}
+}
+
+// TestProxyBodyLimit: a request body larger than max_body_bytes (10 MiB by
+// default) gets 413 with a JSON error that names the setting and the limit,
+// whether its length is declared (refused before the rules and the
+// upstream) or not (chunked: refused once the proxy has read past the
+// limit); a body of exactly the limit reaches the upstream whole. Oversized
+// bodies are the client's fault: they do not open the upstream breaker.
+func TestProxyBodyLimit(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		_, _ = fmt.Fprint(w, n)
+	}))
+	defer up.Close()
+	breaker := "upstream_breaker: {enabled: true, consecutive_failures: 1}\n"
+	for _, tc := range []struct {
+		yaml  string
+		limit int
+	}{{"", 10 << 20}, {"max_body_bytes: 1024\n", 1024}} {
+		cfg := proxyConfig(t, up.URL, breaker)
+		more, err := parseConfig([]byte(minimalTiers+tc.yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxBodyBytes = more.MaxBodyBytes
+		proxy := "http://" + startServe(t, cfg)["proxy"]
+		for _, c := range []struct {
+			size    int
+			chunked bool
+			want    int
+		}{{tc.limit, false, 200}, {tc.limit, true, 200}, {tc.limit + 1, false, 413}, {tc.limit + 1, true, 413}} {
+			var body io.Reader = bytes.NewReader(make([]byte, c.size))
+			if c.chunked {
+				body = io.MultiReader(body) // no length known: sent chunked
+			}
+			req, _ := http.NewRequest("POST", proxy+"/upload", body)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("limit %d, %d bytes (chunked %v): %v", tc.limit, c.size, c.chunked, err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			ok := resp.StatusCode == c.want
+			if c.want == 200 {
+				ok = ok && string(got) == strconv.Itoa(c.size)
+			} else {
+				ok = ok && strings.Contains(string(got), `"reason":"body_too_large"`) &&
+					strings.Contains(string(got), fmt.Sprintf(`"max_body_bytes":%d`, tc.limit))
+			}
+			if !ok {
+				t.Errorf("limit %d, %d bytes (chunked %v): %d %.200s, want %d", tc.limit, c.size, c.chunked, resp.StatusCode, got, c.want)
+			}
+		}
+		if resp, body := call(t, "POST", proxy+"/upload", "small"); resp.StatusCode != 200 {
+			t.Errorf("limit %d: a small body after the oversized ones: %d %s, want 200 (breaker closed)", tc.limit, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestMaxBodyBytesConfig: 0 means the default (10 MiB), a negative value is
+// refused naming the field.
+func TestMaxBodyBytesConfig(t *testing.T) {
+	c, err := parseConfig([]byte(minimalTiers+"max_body_bytes: 0\n"), nil)
+	if err != nil || c.MaxBodyBytes != 10<<20 {
+		t.Fatalf("max_body_bytes 0: %d, %v; want the default 10485760", c.MaxBodyBytes, err)
+	}
+	if _, err := parseConfig([]byte(minimalTiers+"max_body_bytes: -1\n"), nil); err == nil || !strings.Contains(err.Error(), "max_body_bytes") {
+		t.Fatalf("max_body_bytes -1: %v, want an error naming max_body_bytes", err)
 	}
 }

@@ -59,6 +59,9 @@ func (c *Config) validate() []fieldErr {
 	if d := c.UpstreamTimeout.D(); d < time.Millisecond || d > time.Hour {
 		add("upstream_timeout", "want 1ms..1h")
 	}
+	if c.MaxBodyBytes < 0 {
+		add("max_body_bytes", "want a positive number of bytes (0: the default, 10 MiB)")
+	}
 	errs = append(errs, c.validateController()...)
 	if _, err := gradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})

@@ -1,6 +1,6 @@
 // Package testenv starts the real parts that tests need (redis-server, a
-// 3-master Redis Cluster, prometheus) on free loopback ports in a temporary
-// directory, and stops them when the test ends.
+// Redis Cluster of three masters with one replica each, prometheus) on free
+// loopback ports in a temporary directory, and stops them when the test ends.
 //
 // A part that cannot be started FAILS the test with a message that names what
 // is missing and how to install it; nothing here ever skips a test. The
@@ -78,21 +78,31 @@ type Process struct {
 // start launches name with args, logging to dir/logName.
 func start(tb testing.TB, dir, logName, name string, args ...string) *Process {
 	tb.Helper()
+	p, err := startProc(dir, logName, Binary(tb, name), args...)
+	if err != nil {
+		tb.Fatalf("testenv: start %s: %v", name, err)
+	}
+	return p
+}
+
+// startProc launches the executable at path with args, logging to
+// dir/logName; unlike start it may run outside the test's goroutine.
+func startProc(dir, logName, path string, args ...string) (*Process, error) {
 	logPath := dir + "/" + logName
 	logf, err := os.Create(logPath)
 	if err != nil {
-		tb.Fatalf("testenv: %v", err)
+		return nil, err
 	}
-	cmd := exec.Command(Binary(tb, name), args...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		tb.Fatalf("testenv: start %s: %v", name, err)
+		return nil, err
 	}
 	p := &Process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
-	return p
+	return p, nil
 }
 
 // Pid is the process id.

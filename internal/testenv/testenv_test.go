@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,5 +53,40 @@ func TestClusterSpreadsKeys(t *testing.T) {
 	}
 	if masters.Load() != 3 {
 		t.Fatalf("keys on %d masters, want 3", masters.Load())
+	}
+}
+
+// TestClusterReplicates: each master has its own replica, in sync, that
+// holds what was written to the master.
+func TestClusterReplicates(t *testing.T) {
+	cl := StartCluster(t)
+	c := cl.Client(t)
+	ctx := context.Background()
+	for i, m := range cl.Masters {
+		// A key of this master's slots.
+		key := ""
+		for j := 0; key == ""; j++ {
+			k := fmt.Sprintf("r%d", j)
+			if owner, err := c.MasterForKey(ctx, k); err == nil && owner.Options().Addr == m.Addr() {
+				key = k
+			}
+		}
+		// One connection each: WAIT and READONLY are per connection.
+		mcl := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		rcl := redis.NewClient(&redis.Options{Addr: cl.Replicas[i].Addr()})
+		mc, rc := mcl.Conn(), rcl.Conn()
+		t.Cleanup(func() { _, _, _, _ = mc.Close(), rc.Close(), mcl.Close(), rcl.Close() })
+		if err := mc.Set(ctx, key, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := mc.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n != 1 {
+			t.Fatalf("master %d (%s): WAIT 1 = %d, %v; want its replica to acknowledge", i, m.Addr(), n, err)
+		}
+		if err := rc.ReadOnly(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rc.Get(ctx, key).Result(); err != nil || got != "v" {
+			t.Fatalf("replica %d (%s) of %s: GET %s = %q, %v; want v", i, cl.Replicas[i].Addr(), m.Addr(), key, got, err)
+		}
 	}
 }

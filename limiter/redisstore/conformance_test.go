@@ -1,7 +1,9 @@
 package redisstore_test
 
 // The conformance suite runs the same table of scenarios against every store:
-// the in-memory store, one redis-server, and a 3-master Redis Cluster.
+// the in-memory store, one redis-server, and a Redis Cluster of three masters
+// with a replica each, where the decisions of every test are spread over
+// the masters (spread_test.go).
 //
 // Time: every store is built WithClock(fake), so each step happens at a fixed
 // instant t0+offset and the expected figures are exact. For the Redis stores
@@ -51,9 +53,10 @@ func forEachStore(t *testing.T, f func(t *testing.T, newStore storeFactory)) {
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cl := testenv.StartCluster(t)
+		sp := newSpread(t, testenv.StartCluster(t))
+		t.Cleanup(func() { sp.requireSpread(t) }) // after parallel subtests too
 		f(t, func(t *testing.T, clock func() time.Time) limiter.Store {
-			return redisStore(cl.Client(t), t, clock)
+			return spreadStore{redisStore(sp.c, t, clock), sp.renamer()}
 		})
 	})
 }

@@ -103,12 +103,14 @@ func forEachInstances(t *testing.T, f func(t *testing.T, instances func(t *testi
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
-		cl := testenv.StartCluster(t)
+		sp := newSpread(t, testenv.StartCluster(t))
+		t.Cleanup(func() { sp.requireSpread(t) }) // after parallel subtests too
 		f(t, func(t *testing.T) []limiter.Store {
 			prefix := limiter.WithPrefix(fmt.Sprintf("p%d:", storeSeq.Add(1)))
+			r := sp.renamer() // one truth: the same key for every instance
 			var s []limiter.Store
 			for i := 0; i < 4; i++ {
-				s = append(s, redisstore.New(cl.Client(t), prefix))
+				s = append(s, spreadStore{redisstore.New(sp.cl.Client(t), prefix), r})
 			}
 			return s
 		})
