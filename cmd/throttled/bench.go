@@ -70,7 +70,7 @@ func benchDecisions(args []string, w io.Writer) error {
 	maxBatch := fs.Int("max-batch", 0, "redis: decisions per pipeline (0: default, 1: no batching)")
 	pipes := fs.Int("pipelines", 0, "redis: pipelines in flight (0: default)")
 	memKeys := fs.Int("memory-keys", 100_000, "redis: fresh keys for the bytes-per-key figure (0: skip)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
 	}
 	alg, err := limiter.ParseAlgorithm(*algName)

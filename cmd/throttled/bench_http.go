@@ -48,7 +48,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
 	}
 	if *conns < 1 || *conns > 4096 || *keys < 1 || *runs < 1 || *runs > 100 || *dur <= 0 || *dur > 10*time.Minute {

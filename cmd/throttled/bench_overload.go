@@ -31,11 +31,8 @@ func benchOverload(args []string, w io.Writer) error {
 	fs.StringVar(&parts.prometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
 	fs.StringVar(&parts.adminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench overload: unexpected argument %q", fs.Arg(0))
 	}
 	if *dur < 3*time.Second || *dur > 24*time.Hour {
 		return fmt.Errorf("bench overload: --duration %v must be in 3s..24h", *dur)

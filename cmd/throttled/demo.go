@@ -40,11 +40,8 @@ func demo(args []string, w io.Writer) error {
 	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus; it must scrape the demo's /metrics at --admin-listen")
 	fs.StringVar(&f.adminListen, "admin-listen", "", "admin API and /metrics address (default: a free loopback port)")
 	fs.BoolVar(&f.plain, "plain", false, "print rows instead of redrawing the table")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
 	}
 	if f.duration < 3*time.Second || f.duration > 24*time.Hour {
 		return fmt.Errorf("demo: --duration %v must be in 3s..24h", f.duration)
