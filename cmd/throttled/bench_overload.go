@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,7 @@ import (
 // open-loop clients of a named scenario, and the real serve stack between
 // them, once per mode; one JSON object (one line) per mode.
 func benchOverload(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("bench overload", flag.ContinueOnError)
+	fs := newFlagSet("bench overload", "", "an overload scenario against a backend of capacity C, per mode (controller, static, off, all)")
 	fs.SetOutput(w)
 	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown or instances")
 	dur := fs.Duration("duration", 30*time.Second, "length of the run (thirds: before, overload, after)")

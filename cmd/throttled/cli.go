@@ -49,9 +49,6 @@ func printUsage(fs *flag.FlagSet, args, summary string) {
 // positional arguments, returns a *usageError that holds the problem and
 // the usage.
 func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer, maxArgs int) error {
-	if fs.Usage == nil { // a plain flag.NewFlagSet
-		fs.Usage = func() { printUsage(fs, "", "") }
-	}
 	var buf bytes.Buffer
 	fs.SetOutput(&buf)
 	defer fs.SetOutput(io.Discard)

@@ -99,8 +99,10 @@ func decodeConfig(src []byte) (*Config, lineIndex, report) {
 	if err == nil {
 		err = yaml.UnmarshalWithOptions(b, &c, yaml.DisallowUnknownField())
 	}
-	if err != nil { // what the shape check missed, in words
-		r = append(r, finding{msg: plainYAML(err)})
+	if err != nil { // what the shape check missed: the strict decoder's error on src, in words
+		if err := yaml.UnmarshalWithOptions(src, &Config{}, yaml.DisallowUnknownField()); err != nil {
+			r = append(r, yamlFinding(err))
+		}
 	}
 	return &c, idx, r
 }
@@ -146,7 +148,7 @@ func parentPath(path string) string {
 func yamlFinding(err error) finding {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
-		return finding{line: ye.GetToken().Position.Line, msg: "YAML: " + ye.GetMessage()}
+		return finding{line: ye.GetToken().Position.Line, msg: "YAML: " + plainYAML(err)}
 	}
 	return finding{msg: "YAML: " + plainYAML(err)}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ type demoFlags struct {
 // --redis-url / --prometheus-url name real parts. It is `throttled bench
 // overload --scenario surge --mode controller` with a live table.
 func demo(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newFlagSet("demo", "", "simulated overload on embedded defaults: backend, free and premium clients, proxy\nand controller, with a live table")
 	fs.SetOutput(w)
 	var f demoFlags
 	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run (thirds: before, surge, after)")

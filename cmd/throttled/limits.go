@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -95,14 +95,19 @@ func (l limit) message() string {
 	case math.IsInf(l.max, 1) && l.min == 0:
 		return "must not be negative"
 	}
-	return fmt.Sprintf("want %g..%g", l.min, l.max)
+	return "want " + strconv.FormatFloat(l.min, 'f', -1, 64) + ".." + strconv.FormatFloat(l.max, 'f', -1, 64)
 }
 
 // shortDur writes 1h rather than 1h0m0s.
 func shortDur(d time.Duration) string {
 	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // checkLimits applies configLimits to every field of c.

@@ -18,6 +18,9 @@ type lineIndex map[string]int
 func indexLines(file *ast.File) lineIndex {
 	idx := lineIndex{}
 	for _, doc := range file.Docs {
+		if _, ok := idx[""]; !ok && doc.Body != nil {
+			idx[""] = max(nodeLine(doc.Body), 1)
+		}
 		idx.walk(doc.Body, "")
 	}
 	return idx
@@ -59,6 +62,9 @@ func nodeLine(n ast.Node) int {
 // line is the line of path, or of its nearest ancestor in the file (0:
 // none, the value is a default).
 func (idx lineIndex) line(path string) int {
+	if path == "" { // the document itself
+		return idx[""]
+	}
 	for ; path != ""; path = parentPath(path) {
 		if l, ok := idx[path]; ok {
 			return l
