@@ -89,7 +89,10 @@ func decodeConfig(src []byte) (*Config, lineIndex, report) {
 	}
 	idx := indexLines(file)
 	var s shaper
-	clean, _ := s.value("", orEmpty(doc), reflectConfig)
+	clean, ok := s.value("", orEmpty(doc), reflectConfig)
+	if !ok { // not a mapping at all: nothing of it decodes
+		clean = map[string]any{}
+	}
 	var r report
 	for _, e := range s.errs {
 		r = append(r, locate(e, idx, nil, false))
