@@ -33,40 +33,35 @@ func checkAlign(p, align, algorithm string, period Duration) error {
 }
 
 // validateLimits checks a rule with several limits: none of the single
-// limit's fields, 1..MaxLimits valid limits, a cost within each.
-func validateLimits(p string, r Rule) error {
+// limit's fields, 1..MaxLimits valid limits, a cost within each. It
+// reports every problem.
+func validateLimits(p string, r Rule) []error {
+	var errs errList
 	for _, f := range []struct {
 		name string
 		set  bool
 	}{{"limit", r.Limit != 0}, {"algorithm", r.Algorithm != ""}, {"period", r.Period != 0}, {"burst", r.Burst != 0},
 		{"align", r.Align != ""}} {
 		if f.set {
-			return fieldErr(p+"."+f.name, "set with limits: give each limit its own, in limits")
+			errs.add(fieldErr(p+"."+f.name, "set with limits: give each limit its own, in limits"))
 		}
 	}
 	if len(r.Limits) > MaxLimits {
-		return fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), MaxLimits)
+		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), MaxLimits))
 	}
+	b := ruleBounds
 	for i, l := range r.Limits {
 		lp := p + ".limits[" + strconv.Itoa(i) + "]"
-		if err := checkInt(lp+".limit", l.Limit, 1, MaxRate); err != nil {
-			return err
+		var le errList
+		le.add(rng(1, MaxRate).checkInt(lp+".limit", l.Limit), b["algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
+			b["period"].checkDur(lp+".period", l.Period), b["burst"].checkInt(lp+".burst", l.Burst))
+		if len(le) == 0 {
+			le.add(checkAlign(lp, l.Align, l.Algorithm, l.Period))
 		}
-		if l.Algorithm != "" && !contains(algorithms, l.Algorithm) {
-			return fieldErr(lp+".algorithm", "%q: want %s", l.Algorithm, quoteList(algorithms))
+		if c := capacity(l.Limit, l.Burst, l.Algorithm); len(le) == 0 && r.Cost > c {
+			le.add(fieldErr(p+".cost", "%d exceeds the capacity %d of limits[%d]", r.Cost, c, i))
 		}
-		if err := checkPeriod(lp+".period", l.Period); err != nil {
-			return err
-		}
-		if err := checkInt(lp+".burst", l.Burst, 0, MaxRate); err != nil {
-			return err
-		}
-		if err := checkAlign(lp, l.Align, l.Algorithm, l.Period); err != nil {
-			return err
-		}
-		if c := capacity(l.Limit, l.Burst, l.Algorithm); r.Cost > c {
-			return fieldErr(p+".cost", "%d exceeds the capacity %d of limits[%d]", r.Cost, c, i)
-		}
+		errs.add(le...)
 	}
-	return nil
+	return errs
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -33,113 +32,85 @@ func fieldErr(field, format string, a ...any) *FieldError {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
-// Limits of a Config: anything beyond them is refused as absurd.
-const (
-	MaxRate        = 1_000_000_000_000 // rate, limit, burst and cost
-	MinPeriod      = time.Millisecond
-	MaxPeriod      = 366 * 24 * time.Hour
-	MaxPriority    = 1000
-	MaxMaxWait     = time.Minute
-	MaxTiers       = 1000
-	MaxRules       = 1000
-	MaxAssignments = 100_000
-	MaxKeyLen      = 256 // bytes of an assigned client key
-	MaxPathLen     = 1024
-	MaxKeySources  = 8
-	MaxPinTTL      = 30 * 24 * time.Hour
-)
-
-var (
-	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	methodRE = regexp.MustCompile(`^[A-Z]{1,16}$`)
-	headerRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
-)
-
 // ValidateConfig checks c on its own, without a Validate hook, and returns
 // the first problem as a *FieldError.
 func ValidateConfig(c Config) error {
-	if len(c.Tiers) > MaxTiers {
-		return fieldErr("tiers", "%d tiers: at most %d", len(c.Tiers), MaxTiers)
-	}
-	for _, name := range sortedKeys(c.Tiers) {
-		if err := validateTier(name, c.Tiers[name]); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct{ field, tier string }{{"default_tier", c.DefaultTier}, {"anonymous_tier", c.AnonymousTier}} {
-		if _, ok := c.Tiers[f.tier]; f.tier != "" && !ok {
-			return fieldErr(f.field, "no tier named %q", f.tier)
-		}
-	}
-	if err := validateRules(c.Rules); err != nil {
-		return err
-	}
-	return validateAssignments(c.Assignments, c.Tiers)
-}
-
-func validateTier(name string, t Tier) error {
-	p := "tiers." + name
-	if !nameRE.MatchString(name) {
-		return fieldErr(p+".name", "%q: want 1-64 of [A-Za-z0-9_.-], starting with a letter or digit", name)
-	}
-	if err := checkInt(p+".rate", t.Rate, 1, MaxRate); err != nil {
-		return err
-	}
-	if err := checkPeriod(p+".period", t.Period); err != nil {
-		return err
-	}
-	if err := checkInt(p+".burst", t.Burst, 0, MaxRate); err != nil {
-		return err
-	}
-	if t.Algorithm != "" && !contains(algorithms, t.Algorithm) {
-		return fieldErr(p+".algorithm", "%q: want %s", t.Algorithm, quoteList(algorithms))
-	}
-	if err := checkAlign(p, t.Align, t.Algorithm, t.Period); err != nil {
-		return err
-	}
-	if err := checkInt(p+".priority", int64(t.Priority), 0, MaxPriority); err != nil {
-		return err
-	}
-	return validateAIMD(p, t)
-}
-
-func validateAIMD(p string, t Tier) error {
-	for _, f := range []struct {
-		name   string
-		v      float64
-		openHi bool
-	}{{"alpha", t.Alpha, false}, {"beta", t.Beta, true}, {"floor", t.Floor, false}, {"ceiling", t.Ceiling, false}} {
-		if err := checkUnit(p+"."+f.name, f.v, f.openHi); err != nil {
-			return err
-		}
-	}
-	if d := t.WithDefaults(); d.Floor > d.Ceiling {
-		return fieldErr(p+".floor", "%v exceeds ceiling %v", d.Floor, d.Ceiling)
+	if errs := ConfigErrors(c); len(errs) > 0 {
+		return errs[0]
 	}
 	return nil
 }
 
-func validateRules(rules []Rule) error {
+// ConfigErrors checks c on its own, without a Validate hook, and returns
+// every problem it finds as a *FieldError: tiers by name, then the default
+// and anonymous tiers, rules in order, assignments by key.
+func ConfigErrors(c Config) []error {
+	var errs errList
+	if len(c.Tiers) > MaxTiers {
+		errs.add(fieldErr("tiers", "%d tiers: at most %d", len(c.Tiers), MaxTiers))
+	}
+	for _, name := range sortedKeys(c.Tiers) {
+		errs.add(validateTier(name, c.Tiers[name])...)
+	}
+	for _, f := range []struct{ field, tier string }{{"default_tier", c.DefaultTier}, {"anonymous_tier", c.AnonymousTier}} {
+		if _, ok := c.Tiers[f.tier]; f.tier != "" && !ok {
+			errs.add(fieldErr(f.field, "no tier named %q", f.tier))
+		}
+	}
+	errs.add(validateRules(c.Rules)...)
+	errs.add(validateAssignments(c.Assignments, c.Tiers))
+	return errs
+}
+
+func validateTier(name string, t Tier) []error {
+	p, b := "tiers."+name, tierBounds
+	var errs errList
+	if !nameRE.MatchString(name) {
+		errs.add(fieldErr(p+".name", "%q: want 1-64 of [A-Za-z0-9_.-], starting with a letter or digit", name))
+	}
+	errs.add(b["rate"].checkInt(p+".rate", t.Rate), b["period"].checkDur(p+".period", t.Period),
+		b["burst"].checkInt(p+".burst", t.Burst), b["algorithm"].checkEnum(p+".algorithm", t.Algorithm),
+		b["priority"].checkInt(p+".priority", int64(t.Priority)))
+	if len(errs) == 0 {
+		errs.add(checkAlign(p, t.Align, t.Algorithm, t.Period))
+	}
+	errs.add(validateAIMD(p, t)...)
+	return errs
+}
+
+func validateAIMD(p string, t Tier) []error {
+	var errs errList
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"alpha", t.Alpha}, {"beta", t.Beta}, {"floor", t.Floor}, {"ceiling", t.Ceiling}} {
+		errs.add(tierBounds[f.name].checkUnit(p+"."+f.name, f.v))
+	}
+	if d := t.WithDefaults(); len(errs) == 0 && d.Floor > d.Ceiling {
+		errs.add(fieldErr(p+".floor", "%v exceeds ceiling %v", d.Floor, d.Ceiling))
+	}
+	return errs
+}
+
+func validateRules(rules []Rule) []error {
+	var errs errList
 	if len(rules) > MaxRules {
-		return fieldErr("rules", "%d rules: at most %d", len(rules), MaxRules)
+		errs.add(fieldErr("rules", "%d rules: at most %d", len(rules), MaxRules))
 	}
 	seen := make(map[string]bool, len(rules))
 	for i, r := range rules {
 		p := "rules[" + strconv.Itoa(i) + "]"
 		if !nameRE.MatchString(r.Name) {
-			return fieldErr(p+".name", "%q: want 1-64 of [A-Za-z0-9_.-], starting with a letter or digit", r.Name)
-		}
-		if seen[r.Name] {
-			return fieldErr(p+".name", "%q: duplicate rule name", r.Name)
+			errs.add(fieldErr(p+".name", "%q: want 1-64 of [A-Za-z0-9_.-], starting with a letter or digit", r.Name))
+		} else if seen[r.Name] {
+			errs.add(fieldErr(p+".name", "%q: duplicate rule name", r.Name))
 		}
 		seen[r.Name] = true
-		for _, check := range []func(string, Rule) error{validateMatch, validateKeys, validateLimit, validateMode} {
-			if err := check(p, r); err != nil {
-				return err
-			}
-		}
+		errs.add(validateMatch(p, r), validateKeys(p, r))
+		errs.add(validateLimit(p, r)...)
+		errs.add(validateMode(p, r)...)
 	}
-	return nil
+	return errs
 }
 
 func validateMatch(p string, r Rule) error {
@@ -147,11 +118,11 @@ func validateMatch(p string, r Rule) error {
 	switch {
 	case !strings.HasPrefix(path, "/"):
 		return fieldErr(p+".match.path", "%q: must start with /", path)
-	case len(path) > MaxPathLen:
+	case len(path) > ruleBounds["match.path"].MaxLen:
 		return fieldErr(p+".match.path", "%d bytes: at most %d", len(path), MaxPathLen)
-	case !printable(path) || strings.ContainsAny(path, " ?#"):
+	case !printable(path) || !pathRE.MatchString(path):
 		return fieldErr(p+".match.path", "%q: no spaces, control characters, ? or #", path)
-	case len(r.Match.Methods) > 16:
+	case len(r.Match.Methods) > ruleBounds["match.methods"].MaxItems:
 		return fieldErr(p+".match.methods", "%d methods: at most 16", len(r.Match.Methods))
 	}
 	for j, m := range r.Match.Methods {
@@ -166,65 +137,48 @@ func validateMatch(p string, r Rule) error {
 }
 
 func validateKeys(p string, r Rule) error {
-	if len(r.Key) == 0 || len(r.Key) > MaxKeySources {
-		return fieldErr(p+".key", "%d key sources: want 1..%d", len(r.Key), MaxKeySources)
+	if b := ruleBounds["key"]; len(r.Key) < b.MinItems || len(r.Key) > b.MaxItems {
+		return fieldErr(p+".key", "%d key sources: want %d..%d", len(r.Key), b.MinItems, b.MaxItems)
 	}
 	for _, k := range r.Key {
-		if !validKeySource(k) {
+		if !keySourceRE.MatchString(k) {
 			return fieldErr(p+".key", "%q: want ip, api_key, jwt, client, route or header:NAME", k)
 		}
 	}
 	return nil
 }
 
-func validKeySource(k string) bool {
-	switch k {
-	case "ip", "api_key", "jwt", "client", "route":
-		return true
-	}
-	name, ok := strings.CutPrefix(k, "header:")
-	return ok && headerRE.MatchString(name)
-}
-
-func validateLimit(p string, r Rule) error {
-	if err := checkInt(p+".limit", r.Limit, 0, MaxRate); err != nil {
-		return err
-	}
-	if err := checkInt(p+".cost", r.Cost, 0, MaxRate); err != nil {
-		return err
-	}
+func validateLimit(p string, r Rule) []error {
+	b := ruleBounds
+	var errs errList
+	errs.add(b["limit"].checkInt(p+".limit", r.Limit), b["cost"].checkInt(p+".cost", r.Cost))
 	if len(r.Limits) > 0 {
-		return validateLimits(p, r)
+		return append(errs, validateLimits(p, r)...)
 	}
 	if r.Limit == 0 {
-		switch {
-		case r.Align != "":
-			return fieldErr(p+".align", "set without limit: a rule with limit 0 counts with its tier's windows")
-		case r.Algorithm != "":
-			return fieldErr(p+".algorithm", "set without limit: a rule with limit 0 counts with its tier's algorithm")
-		case r.Period != 0:
-			return fieldErr(p+".period", "set without limit: a rule with limit 0 uses its tier's period")
-		case r.Burst != 0:
-			return fieldErr(p+".burst", "set without limit: a rule with limit 0 uses its tier's burst")
+		if r.Align != "" {
+			errs.add(fieldErr(p+".align", "set without limit: a rule with limit 0 counts with its tier's windows"))
 		}
-		return nil
+		if r.Algorithm != "" {
+			errs.add(fieldErr(p+".algorithm", "set without limit: a rule with limit 0 counts with its tier's algorithm"))
+		}
+		if r.Period != 0 {
+			errs.add(fieldErr(p+".period", "set without limit: a rule with limit 0 uses its tier's period"))
+		}
+		if r.Burst != 0 {
+			errs.add(fieldErr(p+".burst", "set without limit: a rule with limit 0 uses its tier's burst"))
+		}
+		return errs
 	}
-	if r.Algorithm != "" && !contains(algorithms, r.Algorithm) {
-		return fieldErr(p+".algorithm", "%q: want %s", r.Algorithm, quoteList(algorithms))
+	errs.add(b["algorithm"].checkEnum(p+".algorithm", r.Algorithm), b["period"].checkDur(p+".period", r.Period),
+		b["burst"].checkInt(p+".burst", r.Burst))
+	if len(errs) == 0 {
+		errs.add(checkAlign(p, r.Align, r.Algorithm, r.Period))
 	}
-	if err := checkPeriod(p+".period", r.Period); err != nil {
-		return err
+	if c := capacity(r.Limit, r.Burst, r.Algorithm); len(errs) == 0 && r.Cost > c {
+		errs.add(fieldErr(p+".cost", "%d exceeds the rule's capacity %d", r.Cost, c))
 	}
-	if err := checkInt(p+".burst", r.Burst, 0, MaxRate); err != nil {
-		return err
-	}
-	if err := checkAlign(p, r.Align, r.Algorithm, r.Period); err != nil {
-		return err
-	}
-	if c := capacity(r.Limit, r.Burst, r.Algorithm); r.Cost > c {
-		return fieldErr(p+".cost", "%d exceeds the rule's capacity %d", r.Cost, c)
-	}
-	return nil
+	return errs
 }
 
 // capacity is the most one key can spend at once under a limit.
@@ -235,20 +189,16 @@ func capacity(limit, burst int64, algorithm string) int64 {
 	return limit
 }
 
-func validateMode(p string, r Rule) error {
-	if r.Mode != "" && !contains(modes, r.Mode) {
-		return fieldErr(p+".mode", "%q: want %s", r.Mode, quoteList(modes))
-	}
-	if r.Fallback != "" && !contains(fallbacks, r.Fallback) {
-		return fieldErr(p+".fallback", "%q: want %s", r.Fallback, quoteList(fallbacks))
-	}
-	if r.Mode == "delay" && (r.MaxWait <= 0 || r.MaxWait.D() > MaxMaxWait) {
-		return fieldErr(p+".max_wait", "%v: delay mode needs 0 < max_wait <= %v", r.MaxWait, MaxMaxWait)
+func validateMode(p string, r Rule) []error {
+	var errs errList
+	errs.add(ruleBounds["mode"].checkEnum(p+".mode", r.Mode), ruleBounds["fallback"].checkEnum(p+".fallback", r.Fallback))
+	if mw := ruleBounds["max_wait"].MaxDur; r.Mode == "delay" && (r.MaxWait <= 0 || r.MaxWait.D() > mw) {
+		errs.add(fieldErr(p+".max_wait", "%v: delay mode needs 0 < max_wait <= %v", r.MaxWait, mw))
 	}
 	if r.Mode != "delay" && r.MaxWait != 0 {
-		return fieldErr(p+".max_wait", "%v: only delay mode waits", r.MaxWait)
+		errs.add(fieldErr(p+".max_wait", "%v: only delay mode waits", r.MaxWait))
 	}
-	return nil
+	return errs
 }
 
 func validateAssignments(a map[string]string, tiers map[string]Tier) error {
@@ -297,35 +247,6 @@ func validatePins(pins map[string]Pin, tiers map[string]Tier) error {
 func checkMultiplier(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1 {
 		return fieldErr(field, "%v: want a number in (0, 1]", v)
-	}
-	return nil
-}
-
-func checkInt(field string, v, lo, hi int64) error {
-	if v < lo || v > hi {
-		return fieldErr(field, "%d: want %d..%d", v, lo, hi)
-	}
-	return nil
-}
-
-func checkPeriod(field string, d Duration) error {
-	if d.D() < MinPeriod || d.D() > MaxPeriod {
-		return fieldErr(field, "%v: want %v..%v", d, MinPeriod, MaxPeriod)
-	}
-	return nil
-}
-
-// checkUnit accepts 0 (the default) or a finite number in (0, 1], or in
-// (0, 1) when openHi.
-func checkUnit(field string, v float64, openHi bool) error {
-	switch {
-	case v == 0:
-		return nil
-	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1 || (openHi && v == 1):
-		if openHi {
-			return fieldErr(field, "%v: want a number in (0, 1), or 0 for the default", v)
-		}
-		return fieldErr(field, "%v: want a number in (0, 1], or 0 for the default", v)
 	}
 	return nil
 }

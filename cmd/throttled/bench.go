@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -58,7 +57,7 @@ func bench(args []string, w io.Writer) error {
 // benchDecisions measures decisions per second and latency against a store
 // from many goroutines.
 func benchDecisions(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("bench decisions", flag.ContinueOnError)
+	fs := newFlagSet("bench decisions", "", "decisions per second and latency of a store")
 	fs.SetOutput(w)
 	store := fs.String("store", "memory", "memory or redis")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (with --store redis)")
@@ -70,7 +69,7 @@ func benchDecisions(args []string, w io.Writer) error {
 	maxBatch := fs.Int("max-batch", 0, "redis: decisions per pipeline (0: default, 1: no batching)")
 	pipes := fs.Int("pipelines", 0, "redis: pipelines in flight (0: default)")
 	memKeys := fs.Int("memory-keys", 100_000, "redis: fresh keys for the bytes-per-key figure (0: skip)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
 	}
 	alg, err := limiter.ParseAlgorithm(*algName)

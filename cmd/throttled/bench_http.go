@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -38,7 +37,7 @@ type httpResult struct {
 // benchHTTP serves a hello world on loopback with and without the
 // enforcement middleware and loads it from this process.
 func benchHTTP(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("bench http", flag.ContinueOnError)
+	fs := newFlagSet("bench http", "", "a hello-world served with and without the middleware (none, memory, redis, lease)")
 	fs.SetOutput(w)
 	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis and lease)")
@@ -48,7 +47,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
 	}
 	if *conns < 1 || *conns > 4096 || *keys < 1 || *runs < 1 || *runs > 100 || *dur <= 0 || *dur > 10*time.Minute {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,7 @@ import (
 // open-loop clients of a named scenario, and the real serve stack between
 // them, once per mode; one JSON object (one line) per mode.
 func benchOverload(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("bench overload", flag.ContinueOnError)
+	fs := newFlagSet("bench overload", "", "an overload scenario against a backend of capacity C, per mode (controller, static, off, all)")
 	fs.SetOutput(w)
 	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown or instances")
 	dur := fs.Duration("duration", 30*time.Second, "length of the run (thirds: before, overload, after)")
@@ -32,11 +31,8 @@ func benchOverload(args []string, w io.Writer) error {
 	fs.StringVar(&parts.adminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
 	rows := fs.Bool("rows", false, "also print every second's table (the demo's) on stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("bench overload: unexpected argument %q", fs.Arg(0))
 	}
 	if *dur < 3*time.Second || *dur > 24*time.Hour {
 		return fmt.Errorf("bench overload: --duration %v must be in 3s..24h", *dur)

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"os"
-	"reflect"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
@@ -265,136 +259,25 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// loadConfig reads a YAML file strictly (unknown keys are errors), applies
-// environment overrides, fills defaults and validates. Errors carry line
-// numbers where the file has them.
-func loadConfig(path string, environ []string) (*Config, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return parseConfig(src, environ)
-}
-
-func parseConfig(src []byte, environ []string) (*Config, error) {
-	var c Config
-	if err := yaml.UnmarshalWithOptions(src, &c, yaml.DisallowUnknownField()); err != nil {
-		return nil, errors.New(yaml.FormatError(err, false, true))
-	}
-	if err := applyEnv(&c, environ); err != nil {
-		return nil, err
-	}
-	c.defaults()
-	if errs := c.validate(); len(errs) > 0 {
-		return nil, withLines(src, errs)
-	}
-	return &c, nil
-}
-
-// envPrefix starts every configuration environment variable.
-const envPrefix = "THROTTLED_"
-
-// applyEnv sets every scalar field named THROTTLED_<PATH> in environ, where
-// PATH is the field's YAML path in upper case joined by "_".
-func applyEnv(c *Config, environ []string) error {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, envPrefix) {
-			env[k] = v
-		}
-	}
-	return walkEnv(reflect.ValueOf(c).Elem(), strings.TrimSuffix(envPrefix, "_"), env)
-}
-
-func walkEnv(v reflect.Value, name string, env map[string]string) error {
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		key := name + "_" + strings.ToUpper(tag)
-		f := v.Field(i)
-		if f.Kind() == reflect.Struct {
-			if err := walkEnv(f, key, env); err != nil {
-				return err
-			}
-			continue
-		}
-		s, ok := env[key]
-		if !ok {
-			continue
-		}
-		if err := setScalar(f, s); err != nil {
-			return fmt.Errorf("config: %s=%q: %v", key, s, err)
-		}
-	}
-	return nil
-}
-
-func setScalar(f reflect.Value, s string) error {
-	switch p := f.Addr().Interface().(type) {
-	case *api.Duration:
-		return p.UnmarshalText([]byte(s))
-	case *string:
-		*p = s
-	case *int:
-		n, err := strconv.Atoi(s)
-		*p = n
-		return err
-	case *float64:
-		x, err := strconv.ParseFloat(s, 64)
-		*p = x
-		return err
-	case **float64:
-		x, err := strconv.ParseFloat(s, 64)
-		*p = &x
-		return err
-	case *bool:
-		b, err := strconv.ParseBool(s)
-		*p = b
-		return err
-	default:
-		return fmt.Errorf("cannot be set from the environment")
-	}
-	return nil
-}
-
-// fieldErr is a validation error at a YAML path such as "tiers.free.rate".
-type fieldErr struct {
-	path string
-	msg  string
-}
-
-// withLines joins errs, each prefixed by its line in src when the path
-// resolves there.
-func withLines(src []byte, errs []fieldErr) error {
-	file, perr := parser.ParseBytes(src, 0)
-	var out []error
-	for _, e := range errs {
-		line := ""
-		if perr == nil {
-			if p, err := yaml.PathString("$." + e.path); err == nil {
-				if n, err := p.FilterFile(file); err == nil && n != nil {
-					line = fmt.Sprintf("line %d: ", n.GetToken().Position.Line)
-				}
-			}
-		}
-		out = append(out, fmt.Errorf("%s%s: %s", line, e.path, e.msg))
-	}
-	return errors.Join(out...)
-}
-
-// configCmd is `throttled config check FILE`.
+// configCmd is `throttled config check FILE` and `throttled config schema`.
 func configCmd(args []string, stdout io.Writer) error {
-	if len(args) != 2 || args[0] != "check" {
-		return errors.New("usage: throttled config check FILE")
+	subs := map[string]func([]string, io.Writer) error{"check": configCheck, "schema": configSchemaCmd,
+		"export": configExport, "diff": configDiff, "import": configImport}
+	const use = "usage: throttled config check FILE   validate a configuration: every error and warning\n" +
+		"       throttled config schema       print the JSON Schema (draft 2020-12) of the configuration file\n" +
+		"       throttled config export       the store's tiers, rules and assignments as YAML\n" +
+		"       throttled config diff FILE    the store against FILE (exit 0 same, 1 different, 2 trouble)\n" +
+		"       throttled config import FILE  write FILE into the store over the version read first\n"
+	if len(args) == 0 {
+		return &usageError{"config: missing subcommand (check, schema, export, diff or import)\n" + use}
 	}
-	c, err := loadConfig(args[1], os.Environ())
-	if err != nil {
-		return fmt.Errorf("%s:\n%w", args[1], err)
+	if wantsHelp(args[:1]) {
+		fmt.Fprint(stdout, use)
+		return flag.ErrHelp
 	}
-	store := "memory (embedded)"
-	if c.Redis.URL != "" || len(c.Redis.ClusterAddrs) > 0 {
-		store = "redis"
+	sub, ok := subs[args[0]]
+	if !ok {
+		return unknownCommand("config subcommand", args[0], sortedKeys(subs))
 	}
-	_, err = fmt.Fprintf(stdout, "%s: ok (%d tiers, %d rules, store %s)\n", args[1], len(c.Tiers), len(c.Rules), store)
-	return err
+	return sub(args[1:], stdout)
 }

@@ -60,7 +60,7 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 	cases := []struct {
 		name, edit, want string
 	}{
-		{"unknown key", "listen: 127.0.0.1:8080\nlisten_typo: x\n", "unknown field"},
+		{"unknown key", "listen: 127.0.0.1:8080\nlisten_typo: x\n", "unknown key"},
 		{"bad rate", strings.Replace(readmeConfig, "rate: 10,", "rate: -1,", 1), "line 10: tiers.free.rate"},
 		{"bad key source", strings.Replace(readmeConfig, "key: ip", "key: cookie", 1), "line 18"},
 		{"bad duration", strings.Replace(readmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
@@ -76,8 +76,8 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 	}
 	// "unknown field" errors name the line too.
 	_, err := parseConfig([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
-	if err == nil || !strings.Contains(err.Error(), "[2:1]") {
-		t.Errorf("unknown key error %v, want its position [2:1]", err)
+	if err == nil || !strings.Contains(err.Error(), `line 2: listen_typo: unknown key; did you mean "listen"?`) {
+		t.Errorf("unknown key error %v, want its line 2 and the nearest key", err)
 	}
 }
 

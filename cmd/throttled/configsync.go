@@ -30,21 +30,6 @@ import (
 // syncTimeout bounds one subcommand's work against the store.
 const syncTimeout = 15 * time.Second
 
-// configMain dispatches `throttled config …`.
-func configMain(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "export":
-			return configExport(args[1:], stdout)
-		case "diff":
-			return configDiff(args[1:], stdout)
-		case "import":
-			return configImport(args[1:], stdout)
-		}
-	}
-	return configCmd(args, stdout)
-}
-
 // statusError ends the process with its code, after printing err when it
 // is not nil (diff's "different" prints nothing more).
 type statusError struct {
@@ -60,20 +45,6 @@ func (e *statusError) Error() string {
 }
 
 func (e *statusError) Unwrap() error { return e.err }
-
-// exitStatus prints err and returns the process's exit status: 1, or the
-// code of a statusError.
-func exitStatus(err error, stderr io.Writer) int {
-	var se *statusError
-	if errors.As(err, &se) {
-		if se.err != nil {
-			fmt.Fprintln(stderr, "throttled:", se.err)
-		}
-		return se.code
-	}
-	fmt.Fprintln(stderr, "throttled:", err)
-	return 1
-}
 
 // syncFlags are the flags of export, diff and import.
 type syncFlags struct {
@@ -210,7 +181,9 @@ func configExport(args []string, stdout io.Writer) error {
 	var err error
 	if f.config != "" {
 		cfg, err = loadConfig(f.config, f.env())
-	} else if err = applyEnv(cfg, f.env()); err == nil {
+	} else if _, rep := applyEnv(cfg, f.env(), nil); rep.errors() > 0 {
+		err = rep
+	} else {
 		cfg.defaults()
 	}
 	if err != nil {

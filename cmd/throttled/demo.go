@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ type demoFlags struct {
 // --redis-url / --prometheus-url name real parts. It is `throttled bench
 // overload --scenario surge --mode controller` with a live table.
 func demo(args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newFlagSet("demo", "", "simulated overload on embedded defaults: backend, free and premium clients, proxy\nand controller, with a live table")
 	fs.SetOutput(w)
 	var f demoFlags
 	fs.DurationVar(&f.duration, "duration", 60*time.Second, "how long to run (thirds: before, surge, after)")
@@ -40,11 +39,8 @@ func demo(args []string, w io.Writer) error {
 	fs.StringVar(&f.prometheusURL, "prometheus-url", "", "read signals from this Prometheus; it must scrape the demo's /metrics at --admin-listen")
 	fs.StringVar(&f.adminListen, "admin-listen", "", "admin API and /metrics address (default: a free loopback port)")
 	fs.BoolVar(&f.plain, "plain", false, "print rows instead of redrawing the table")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
 	}
 	if f.duration < 3*time.Second || f.duration > 24*time.Hour {
 		return fmt.Errorf("demo: --duration %v must be in 3s..24h", f.duration)

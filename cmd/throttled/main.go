@@ -1,11 +1,12 @@
 // Command throttled runs the adaptive throttling controller.
 //
 //	throttled serve --config FILE   the proxy, admin API, controller, /metrics, /healthz, /readyz
-//	throttled config check FILE     validate a configuration
+//	throttled config check FILE     validate a configuration: every error and warning at once
+//	throttled config schema         the JSON Schema of the configuration file
 //	throttled config export|diff|import   the store's tiers, rules and assignments as YAML, against a file, from a file
 //	throttled demo      simulated overload on embedded defaults, live table
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
-//	throttled version   print the version
+//	throttled version   print the version (also throttled --version)
 //	throttled healthcheck   GET the local /readyz, exit 0 or 1 (for distroless images)
 package main
 
@@ -30,34 +31,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	var err error
 	switch args[0] {
-	case "serve":
-		err = serve(args[1:], stdout, stderr)
-	case "config":
-		err = configMain(args[1:], stdout)
-	case "demo":
-		err = demo(args[1:], stdout)
-	case "bench":
-		err = bench(args[1:], stdout)
-	case "script":
-		err = script(args[1:], stdout)
-	case "healthcheck":
-		err = healthcheck(args[1:], stdout, stderr)
-	case "version":
-		_, err = fmt.Fprintln(stdout, "throttled", version)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "throttled: unknown command %q\n", args[0])
-		usage(stderr)
-		return 2
+	case "--version", "-version":
+		fmt.Fprintln(stdout, "throttled", version)
+		return 0
 	}
-	if err != nil {
-		return exitStatus(err, stderr)
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		return exitCode(unknownCommand("command", args[0], sortedKeys(commands())), stderr)
 	}
-	return 0
+	return exitCode(cmd(args[1:], stdout, stderr), stderr)
+}
+
+// commands are the subcommands by name.
+func commands() map[string]func(args []string, stdout, stderr io.Writer) error {
+	return map[string]func(args []string, stdout, stderr io.Writer) error{
+		"serve":  serve,
+		"config": func(a []string, o, _ io.Writer) error { return configCmd(a, o) },
+		"demo":   func(a []string, o, _ io.Writer) error { return demo(a, o) },
+		"bench":  func(a []string, o, _ io.Writer) error { return bench(a, o) },
+		"script": func(a []string, o, _ io.Writer) error { return script(a, o) },
+		"healthcheck": healthcheck,
+		"version": func(a []string, o, _ io.Writer) error {
+			if err := parseFlags(newFlagSet("version", "", "print the version (also: throttled --version)"), a, o, 0); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintln(o, "throttled", version)
+			return err
+		},
+	}
 }
 
 func usage(w io.Writer) {
@@ -65,7 +70,8 @@ func usage(w io.Writer) {
 
 commands:
   serve     run the proxy, admin API, controller and /metrics (--config FILE)
-  config    check FILE: validate a configuration, errors with line numbers
+  config    check FILE: validate a configuration, every error and warning with its line
+            schema: print the JSON Schema of the configuration file
             export: the store's tiers, rules and assignments as YAML (--redis-url URL or --config FILE)
             diff FILE: the store against FILE, a unified diff (exit 0 same, 1 different, 2 trouble)
             import FILE: write FILE's tiers, rules and assignments into the store, only over the
@@ -76,17 +82,21 @@ commands:
                       per mode (controller, static, off, all), the report as JSON (--json)
             http: a hello-world served with and without the middleware (none, memory, redis, lease)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
-  version   print the version
+  version   print the version (also --version)
   healthcheck  GET the local /readyz (--url), exit 0 when 2xx, else 1: for HEALTHCHECK and probes
+
+Run 'throttled <command> --help' for a command's flags.
 `)
 }
 
 // script prints the Lua source of one algorithm.
 func script(args []string, w io.Writer) error {
-	if len(args) != 1 {
-		return fmt.Errorf("script: want one algorithm name, e.g. token_bucket")
+	fs := newFlagSet("script", "ALGORITHM", "print the Lua script of an algorithm, e.g. token_bucket (for SCRIPT LOAD)")
+	name, err := parseOneArg(fs, args, w, "ALGORITHM")
+	if err != nil {
+		return err
 	}
-	alg, err := limiter.ParseAlgorithm(args[0])
+	alg, err := limiter.ParseAlgorithm(name)
 	if err != nil {
 		return err
 	}

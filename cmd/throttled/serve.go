@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,8 +30,7 @@ type serveFlags struct {
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve", "", "run the proxy, admin API, controller, /metrics, /healthz and /readyz")
 	var f serveFlags
 	fs.StringVar(&f.config, "config", "", "YAML configuration file (required)")
 	fs.StringVar(&f.listen, "listen", "", "proxy listen address (overrides listen)")
@@ -40,33 +39,40 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (overrides redis.url)")
 	fs.StringVar(&f.promURL, "prometheus-url", "", "Prometheus URL (overrides prometheus.url)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, 0); err != nil {
 		return err
 	}
 	if f.config == "" {
-		return errors.New("serve: --config FILE is required")
+		return &usageError{"serve: --config FILE is required"}
 	}
-	cfg, err := loadConfig(f.config, append(os.Environ(), f.env()...))
-	if err != nil {
-		return fmt.Errorf("%s:\n%w", f.config, err)
+	env, flags := f.env()
+	cfg, warnings, err := loadChecked(f.config, append(os.Environ(), env...), flags)
+	if r, ok := err.(report); ok {
+		return fmt.Errorf("%s: %s\n%w", f.config, r.summary(), r)
+	} else if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(stderr, cfg.Log.Level)
+	logWarnings(log, warnings)
 	redis.SetLogger(redisLog{log}) // process-wide: this is main
 	return runServe(ctx, cfg, log, nil)
 }
 
-// env turns the set flags into environment overrides, which come last.
-func (f *serveFlags) env() []string {
+// env turns the set flags into environment overrides, which come last,
+// and maps each variable to its flag (so that errors name the flag).
+func (f *serveFlags) env() ([]string, map[string]string) {
 	var out []string
+	flags := map[string]string{}
 	for k, v := range map[string]string{"LISTEN": f.listen, "UPSTREAM": f.upstream, "ADMIN_LISTEN": f.adminListen,
 		"REDIS_URL": f.redisURL, "PROMETHEUS_URL": f.promURL, "LOG_LEVEL": f.logLevel} {
 		if v != "" {
 			out = append(out, envPrefix+k+"="+v)
+			flags[envPrefix+k] = "--" + strings.ToLower(strings.ReplaceAll(k, "_", "-"))
 		}
 	}
-	return out
+	return out, flags
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {

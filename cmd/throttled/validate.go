@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
@@ -56,9 +55,7 @@ func (c *Config) validate() []fieldErr {
 			add("admin.tokens."+role, "empty token")
 		}
 	}
-	if d := c.UpstreamTimeout.D(); d < time.Millisecond || d > time.Hour {
-		add("upstream_timeout", "want 1ms..1h")
-	}
+	errs = append(errs, c.checkLimits()...)
 	if c.MaxBodyBytes < 0 {
 		add("max_body_bytes", "want a positive number of bytes (0: the default, 10 MiB)")
 	}
@@ -82,40 +79,22 @@ func (c *Config) validateController() []fieldErr {
 			errs = append(errs, fieldErr{path, msg})
 		}
 	}
-	check(cc.Period.D() >= 100*time.Millisecond && cc.Period.D() <= time.Hour, "controller.period", "want 100ms..1h")
-	check(cc.ErrorRatioTarget > 0 && cc.ErrorRatioTarget < 1, "controller.error_ratio_target", "want a ratio in (0, 1)")
-	check(cc.SaturationTarget >= 0, "controller.saturation_target", "must not be negative")
-	check(cc.Headroom == nil || *cc.Headroom > 0 && *cc.Headroom < 1, "controller.headroom",
-		"want (0, 1): 0 would leave no band between healthy and overloaded (omit it for the default 0.1)")
 	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
 	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
 		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
 			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")
-	check(c.Fallback.Instances >= 0 && c.Fallback.Instances <= 10000, "fallback.instances", "want 0..10000")
-	check(c.Fallback.Deadline.D() <= 10*time.Second, "fallback.deadline", "want at most 10s")
-	check(c.Fallback.ConsecutiveFailures >= 1 && c.Fallback.ConsecutiveFailures <= 1000,
-		"fallback.consecutive_failures", "want 1..1000")
-	check(c.Fallback.OpenTimeout.D() >= time.Millisecond && c.Fallback.OpenTimeout.D() <= time.Hour,
-		"fallback.open_timeout", "want 1ms..1h")
-	check(c.Log.Level == "debug" || c.Log.Level == "info" || c.Log.Level == "warn" || c.Log.Level == "error",
-		"log.level", "want debug, info, warn or error")
-	for route, b := range c.RouteBulkheads {
+	for route := range c.RouteBulkheads {
 		check(strings.HasPrefix(route, "/"), "route_bulkheads."+route, "a route is a path prefix starting with /")
-		check(b.Limit >= 1 && b.Limit <= 1_000_000, "route_bulkheads."+route+".limit", "want 1..1000000")
-		check(b.Queue >= 0, "route_bulkheads."+route+".queue", "must not be negative")
 	}
 	for i, route := range c.UpstreamBreaker.Routes {
 		check(strings.HasPrefix(route, "/"), "upstream_breaker.routes["+strconv.Itoa(i)+"]", "a route is a path prefix starting with /")
 	}
-	check(c.UpstreamBreaker.ConsecutiveFailures >= 0, "upstream_breaker.consecutive_failures", "must not be negative")
-	for tier, b := range c.Bulkheads {
+	for tier := range c.Bulkheads {
 		if _, ok := c.Tiers[tier]; !ok {
 			errs = append(errs, fieldErr{"bulkheads." + tier, "no such tier"})
 		}
-		check(b.Limit >= 1 && b.Limit <= 1_000_000, "bulkheads."+tier+".limit", "want 1..1000000")
-		check(b.Queue >= 0, "bulkheads."+tier+".queue", "must not be negative")
 	}
 	return errs
 }
@@ -126,9 +105,6 @@ func (c *Config) validateIdentity() []fieldErr {
 		if _, err := parsePrefix(p); err != nil {
 			errs = append(errs, fieldErr{"identity.trusted_proxies[" + itoa(i) + "]", err.Error()})
 		}
-	}
-	if n := c.Identity.IPv6Prefix; n < 0 || n > 128 {
-		errs = append(errs, fieldErr{"identity.ipv6_prefix", "want 1..128 (0: 64)"})
 	}
 	if _, err := enforce.ParseUnassignedKeys(c.Identity.UnassignedKeys); err != nil {
 		errs = append(errs, fieldErr{"identity.unassigned_keys", err.Error()})
@@ -150,8 +126,12 @@ func (c *Config) validatePolicy() []fieldErr {
 		return []fieldErr{{"tiers", "at least one tier is needed"}}
 	}
 	ac := c.apiConfig()
-	if err := api.ValidateConfig(ac); err != nil {
-		return []fieldErr{asFieldErr(err)}
+	if errs := api.ConfigErrors(ac); len(errs) > 0 {
+		out := make([]fieldErr, len(errs))
+		for i, err := range errs {
+			out[i] = asFieldErr(err)
+		}
+		return out
 	}
 	if err := validatePolicy(ac); err != nil {
 		return []fieldErr{asFieldErr(err)}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"log/slog"
+	"math"
+	"strings"
+
+	"github.com/throttledhq/throttled/api"
+)
+
+// shortTokenMsg warns of an admin token shorter than api.MinTokenLen. The
+// admin API logs such tokens itself when it starts, so serve does not log
+// this warning again.
+const shortTokenMsg = "shorter than 16 bytes: guessable; use a long random token outside a demo"
+
+// minTokenBits is the least estimated entropy of an admin token (its
+// length times the entropy of its own characters) that is not warned of.
+const minTokenBits = 48
+
+// warnings are what works but is likely a mistake: no rules, no upstream,
+// weak admin tokens (in the file, or THROTTLED_ADMIN_TOKEN_* in environ).
+func (c *Config) warnings(environ []string) []fieldErr {
+	var out []fieldErr
+	if len(c.Rules) == 0 {
+		out = append(out, fieldErr{"rules", "no rules: no request is rate limited"})
+	}
+	if c.Upstream == "" {
+		out = append(out, fieldErr{"upstream", "not set: no proxy runs (admin API, controller and /metrics only)"})
+	}
+	for _, role := range sortedKeys(c.Admin.Tokens) {
+		if msg := weakToken(c.Admin.Tokens[role]); msg != "" {
+			out = append(out, fieldErr{"admin.tokens." + role, msg})
+		}
+	}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, tok, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(k, api.EnvTokenPrefix) {
+			if msg := weakToken(tok); msg != "" {
+				out = append(out, fieldErr{k, msg})
+			}
+		}
+	}
+	return out
+}
+
+// weakToken says why tok is guessable, or "".
+func weakToken(tok string) string {
+	switch {
+	case tok == "":
+		return "" // an error, reported by validate
+	case len(tok) < api.MinTokenLen:
+		return shortTokenMsg
+	case repeats(tok) || tokenBits(tok) < minTokenBits:
+		return "low entropy (repeated or few distinct characters): guessable; use a long random token"
+	}
+	return ""
+}
+
+// tokenBits estimates the entropy of tok: its length times the Shannon
+// entropy of its characters.
+func tokenBits(tok string) float64 {
+	counts := map[rune]int{}
+	n := 0
+	for _, r := range tok {
+		counts[r]++
+		n++
+	}
+	h := 0.0
+	for _, k := range counts {
+		p := float64(k) / float64(n)
+		h -= p * math.Log2(p)
+	}
+	return h * float64(n)
+}
+
+// repeats reports whether tok is a shorter string repeated.
+func repeats(tok string) bool {
+	for n := 1; n <= len(tok)/2; n++ {
+		if len(tok)%n == 0 && strings.Repeat(tok[:n], len(tok)/n) == tok {
+			return true
+		}
+	}
+	return false
+}
+
+// logWarnings logs each warning of the configuration once, when serve
+// starts (short admin tokens are the admin API's to log).
+func logWarnings(log *slog.Logger, warnings report) {
+	for _, w := range warnings {
+		if w.msg != shortTokenMsg {
+			log.Warn("config: "+w.String(), "path", w.path)
+		}
+	}
+}
