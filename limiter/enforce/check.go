@@ -194,7 +194,7 @@ type pass struct {
 // refused client, and no further rule is to be asked. A store error is
 // kept in the result and lets the request through for that rule.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
-	d, err = ps.e.decide(ctx, cr, req)
+	d, delayed, err := ps.e.decide(ctx, cr, req)
 	if err != nil {
 		ps.res.Err = err
 		return d, true, err
@@ -203,15 +203,32 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, 
 	switch {
 	case d.Allowed:
 		ps.keep(req)
+		ps.e.count(req.Tier, cr.Name, allowedLabel(d, delayed))
 		return d, true, nil
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true
+		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
 	}
 	ps.giveBack(ctx)
 	ps.res.refuse(cr, req.Rule, d)
-	ps.e.countRefusal(who)
+	ps.e.count(req.Tier, cr.Name, d.Label())
+	ps.e.countRefusal(req.Tier, &ps.res, who)
 	return d, false, nil
+}
+
+func allowedLabel(d limiter.Decision, delayed bool) string {
+	if delayed {
+		return LabelDelayed
+	}
+	return d.Label()
+}
+
+func shadowLabel(d limiter.Decision) string {
+	if d.Reason == limiter.Shed {
+		return LabelShadowShed
+	}
+	return LabelShadowOverQuota
 }
 
 func (ps *pass) keep(req limiter.Request) {
