@@ -170,4 +170,3 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 		t.Fatal("no span reached the OTLP receiver within 20s")
 	}
 }
-
