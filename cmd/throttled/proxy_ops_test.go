@@ -32,6 +32,8 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
+			var releaseOnce sync.Once
+			free := func() { releaseOnce.Do(func() { close(release) }) }
 			entered := make(chan struct{}, 1)
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/hold" {
@@ -40,6 +42,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 				}
 			}))
 			defer up.Close()
+			defer free() // before up.Close, which waits for the held request, also when the test fails early
 			cfg := testConfig(t, up.URL, "")
 			more, err := parseConfig([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
 			if err != nil {
@@ -74,7 +77,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			if got := metricValue(t, metrics, series); got != 3 {
 				t.Errorf("%s = %v, want 3", series, got)
 			}
-			close(release)
+			free()
 			held.Wait()
 			passed := 0
 			for i := 0; i < 10; i++ {
