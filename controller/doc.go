@@ -65,11 +65,16 @@
 //   - throttled_tier_multiplier{tier}: the published multipliers; exported
 //     only by the leader (a replica that loses the lease removes them), so
 //     that summing or max-ing over replicas gives the applied value.
-//   - throttled_controller_signal{signal}: the last value of each usable
-//     signal, on every replica. A signal that is unusable (NaN, stale,
-//     Valid false) or missing in a tick has its series removed rather than
-//     set to NaN or left at its last value, so a dashboard shows a gap and
-//     absent() alerts can fire.
+//   - throttled_controller_signal_seconds{signal} (latency signals: names
+//     starting with "latency") and throttled_controller_signal_ratio{signal}
+//     (every other signal: error_ratio, saturation): the last value of each
+//     usable signal, in its base unit, on every replica. A signal that is
+//     unusable (NaN, stale, Valid false) or missing in a tick has its series
+//     removed rather than set to NaN or left at its last value, so a
+//     dashboard shows a gap and absent() alerts can fire.
+//   - throttled_controller_signal_target_seconds{signal} and
+//     throttled_controller_signal_target_ratio{signal}: each signal's
+//     target, while the signal is read (usable or not).
 //   - throttled_controller_steps_total{tier,action}: one count per tier per
 //     published step (leader only), labelled with the tier's action (hold, decrease,
 //     increase, recover).

@@ -199,17 +199,17 @@ func (e *e2eEnv) checkOrder(t *testing.T, what string, m map[string]float64) {
 func (e *e2eEnv) healthy(t *testing.T) {
 	t.Helper()
 	e2eWait(t, e2eBound, "the controller reads both signals from Prometheus", func() bool {
-		_, lat := e2eValue(t, e.ctrlReg, "throttled_controller_signal", "signal", "latency")
-		_, errs := e2eValue(t, e.ctrlReg, "throttled_controller_signal", "signal", "error_ratio")
+		_, lat := e2eValue(t, e.ctrlReg, "throttled_controller_signal_seconds", "signal", "latency")
+		_, errs := e2eValue(t, e.ctrlReg, "throttled_controller_signal_ratio", "signal", "error_ratio")
 		return lat && errs
 	})
 	e2eWait(t, e2eBound, "the enforcer receives published multipliers", func() bool {
 		return e.sub.Snapshot().Origin == coord.OriginRedis
 	})
-	if n, err := testutil.GatherAndCount(e.ctrlReg, "throttled_controller_signal"); err != nil || n != 2 {
-		t.Fatalf("healthy: %d throttled_controller_signal series (err %v), want 2 (latency, error_ratio)", n, err)
+	if n, err := testutil.GatherAndCount(e.ctrlReg, "throttled_controller_signal_seconds", "throttled_controller_signal_ratio"); err != nil || n != 2 {
+		t.Fatalf("healthy: %d throttled_controller_signal_* series (err %v), want 2 (latency, error_ratio)", n, err)
 	}
-	if lat, _ := e2eValue(t, e.ctrlReg, "throttled_controller_signal", "signal", "latency"); !(lat < e2eLatencyTarget*0.9) {
+	if lat, _ := e2eValue(t, e.ctrlReg, "throttled_controller_signal_seconds", "signal", "latency"); !(lat < e2eLatencyTarget*0.9) {
 		t.Fatalf("healthy service: latency signal %v, want below %v", lat, e2eLatencyTarget*0.9)
 	}
 	for i := range 3 {
@@ -264,8 +264,8 @@ func checkShed(t *testing.T, r e2eReply) {
 // free multiplier below 1 and at least one decrease of free.
 func (e *e2eEnv) checkOverloadMetrics(t *testing.T) {
 	t.Helper()
-	if lat, ok := e2eValue(t, e.ctrlReg, "throttled_controller_signal", "signal", "latency"); !ok || !(lat > e2eLatencyTarget) {
-		t.Errorf("overload: throttled_controller_signal{signal=\"latency\"} = %v (present %v), want above %v", lat, ok, e2eLatencyTarget)
+	if lat, ok := e2eValue(t, e.ctrlReg, "throttled_controller_signal_seconds", "signal", "latency"); !ok || !(lat > e2eLatencyTarget) {
+		t.Errorf("overload: throttled_controller_signal_seconds{signal=\"latency\"} = %v (present %v), want above %v", lat, ok, e2eLatencyTarget)
 	}
 	f, okf := e2eValue(t, e.ctrlReg, "throttled_tier_multiplier", "tier", "free")
 	p, okp := e2eValue(t, e.ctrlReg, "throttled_tier_multiplier", "tier", "premium")
@@ -301,7 +301,7 @@ func (e *e2eEnv) recover(t *testing.T) (free200, recovered time.Duration) {
 	if free.status != http.StatusOK || premium.status != http.StatusOK {
 		t.Fatalf("recovered: free %v, premium %v; want 200 for both", free, premium)
 	}
-	if lat, _ := e2eValue(t, e.ctrlReg, "throttled_controller_signal", "signal", "latency"); !(lat < e2eLatencyTarget*0.9) {
+	if lat, _ := e2eValue(t, e.ctrlReg, "throttled_controller_signal_seconds", "signal", "latency"); !(lat < e2eLatencyTarget*0.9) {
 		t.Errorf("recovered: latency signal %v, want below %v", lat, e2eLatencyTarget*0.9)
 	}
 	const want = `

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,10 +12,41 @@ import (
 // each one means.
 type metrics struct {
 	multiplier *prometheus.GaugeVec
-	signal     *prometheus.GaugeVec
+	signal     [numUnits]*prometheus.GaugeVec // by unit: the value
+	target     [numUnits]*prometheus.GaugeVec // by unit: the target
 	steps      *prometheus.CounterVec
 	leader     prometheus.Gauge
-	shown      map[string]bool // signals with a series; touched only by Run
+	shown      map[string]bool // signals with a value series; touched only by Run
+	targeted   map[string]bool // signals with a target series; touched only by Run
+}
+
+// A signal's unit: its metrics carry it in their names, as Prometheus
+// names carry base units.
+const (
+	unitSeconds = iota // latency signals
+	unitRatio          // every other signal: error_ratio, saturation
+	numUnits
+)
+
+var unitNames = [numUnits]string{"seconds", "ratio"}
+
+// unitOf is the unit of the signal named name: seconds for a latency
+// ("latency", "latency_p99"), else a ratio.
+func unitOf(name string) int {
+	if strings.HasPrefix(name, "latency") {
+		return unitSeconds
+	}
+	return unitRatio
+}
+
+func signalGauges(what, help string) (out [numUnits]*prometheus.GaugeVec) {
+	for u, unit := range unitNames {
+		out[u] = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "throttled_controller_" + what + "_" + unit,
+			Help: help + " (" + unit + ").",
+		}, []string{"signal"})
+	}
+	return out
 }
 
 func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
@@ -23,10 +55,8 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 			Name: "throttled_tier_multiplier",
 			Help: "Rate multiplier the controller publishes for each tier (exported by the leader only).",
 		}, []string{"tier"}),
-		signal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "throttled_controller_signal",
-			Help: "Last usable value of each health signal; absent while the signal is unusable.",
-		}, []string{"signal"}),
+		signal: signalGauges("signal", "Last usable value of each health signal; absent while the signal is unusable"),
+		target: signalGauges("signal_target", "Target of each health signal read: overloaded above it"),
 		steps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "throttled_controller_steps_total",
 			Help: "Published control steps, by tier and the action taken on it.",
@@ -35,7 +65,8 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 			Name: "throttled_controller_leader",
 			Help: "1 while this controller replica holds the leader lease, else 0.",
 		}),
-		shown: map[string]bool{},
+		shown:    map[string]bool{},
+		targeted: map[string]bool{},
 	}
 	for _, t := range law.tiers {
 		for _, a := range allActions {
@@ -45,7 +76,11 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.multiplier, m.signal, m.steps, m.leader} {
+	cs := []prometheus.Collector{m.multiplier, m.steps, m.leader}
+	for u := range numUnits {
+		cs = append(cs, m.signal[u], m.target[u])
+	}
+	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("controller: registering metrics: %w", err)
 		}
@@ -54,21 +89,32 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 }
 
 // observe shows the usable signals of in and removes the series of the
-// others (unusable, or missing from in).
+// others (unusable, or missing from in); and the targets of the signals
+// in in.
 func (m *metrics) observe(law *Law, in Input, now time.Time) {
 	seen := make(map[string]bool, len(in.Signals))
+	read := make(map[string]bool, len(in.Signals))
 	for _, s := range in.Signals {
+		u := unitOf(s.Name)
+		m.target[u].WithLabelValues(s.Name).Set(s.Target)
+		read[s.Name] = true
 		if law.Usable(s, now) {
-			m.signal.WithLabelValues(s.Name).Set(s.Value)
+			m.signal[u].WithLabelValues(s.Name).Set(s.Value)
 			seen[s.Name] = true
 		}
 	}
-	for name := range m.shown {
-		if !seen[name] {
-			m.signal.DeleteLabelValues(name)
+	forget(m.signal, m.shown, seen)
+	forget(m.target, m.targeted, read)
+	m.shown, m.targeted = seen, read
+}
+
+// forget deletes the series of the names in was but not in now.
+func forget(g [numUnits]*prometheus.GaugeVec, was, now map[string]bool) {
+	for name := range was {
+		if !now[name] {
+			g[unitOf(name)].DeleteLabelValues(name)
 		}
 	}
-	m.shown = seen
 }
 
 // stepped records a published step.

@@ -13,8 +13,14 @@ import (
 const metricsHeader = `
 # HELP throttled_controller_leader 1 while this controller replica holds the leader lease, else 0.
 # TYPE throttled_controller_leader gauge
-# HELP throttled_controller_signal Last usable value of each health signal; absent while the signal is unusable.
-# TYPE throttled_controller_signal gauge
+# HELP throttled_controller_signal_ratio Last usable value of each health signal; absent while the signal is unusable (ratio).
+# TYPE throttled_controller_signal_ratio gauge
+# HELP throttled_controller_signal_seconds Last usable value of each health signal; absent while the signal is unusable (seconds).
+# TYPE throttled_controller_signal_seconds gauge
+# HELP throttled_controller_signal_target_ratio Target of each health signal read: overloaded above it (ratio).
+# TYPE throttled_controller_signal_target_ratio gauge
+# HELP throttled_controller_signal_target_seconds Target of each health signal read: overloaded above it (seconds).
+# TYPE throttled_controller_signal_target_seconds gauge
 # HELP throttled_tier_multiplier Rate multiplier the controller publishes for each tier (exported by the leader only).
 # TYPE throttled_tier_multiplier gauge
 `
@@ -47,20 +53,28 @@ func TestLoopMetrics(t *testing.T) {
 	}
 	h.lease.renew = func(tick int) (bool, error) { return tick < 2, nil }
 	h.lease.acquire = func(tick int) (bool, error) { return tick == 0, nil }
-	names := []string{"throttled_controller_leader", "throttled_controller_signal", "throttled_tier_multiplier", "throttled_controller_steps_total"}
+	names := []string{"throttled_controller_leader", "throttled_controller_signal_seconds", "throttled_controller_signal_ratio",
+		"throttled_controller_signal_target_seconds", "throttled_controller_signal_target_ratio",
+		"throttled_tier_multiplier", "throttled_controller_steps_total"}
 	want := map[int]string{
-		// Leader, overloaded by latency; error_ratio NaN has no series.
+		// Leader, overloaded by latency; error_ratio NaN has no value
+		// series; each signal is in its unit, with its target.
 		0: metricsHeader + `
 throttled_controller_leader 1
-throttled_controller_signal{signal="latency_p99"} 2
+throttled_controller_signal_seconds{signal="latency_p99"} 2
+throttled_controller_signal_target_ratio{signal="error_ratio"} 0.01
+throttled_controller_signal_target_seconds{signal="latency_p99"} 1
 throttled_tier_multiplier{tier="free"} 0.5
 throttled_tier_multiplier{tier="premium"} 1
 throttled_tier_multiplier{tier="standard"} 1
 ` + stepsText(map[string]int{"free/decrease": 1, "premium/hold": 1, "standard/hold": 1}),
-		// Latency no longer valid: its series goes; error_ratio (band) appears.
+		// Latency no longer valid: its series goes (its target stays: it is
+		// read); error_ratio (band) appears.
 		1: metricsHeader + `
 throttled_controller_leader 1
-throttled_controller_signal{signal="error_ratio"} 0.0095
+throttled_controller_signal_ratio{signal="error_ratio"} 0.0095
+throttled_controller_signal_target_ratio{signal="error_ratio"} 0.01
+throttled_controller_signal_target_seconds{signal="latency_p99"} 1
 throttled_tier_multiplier{tier="free"} 0.5
 throttled_tier_multiplier{tier="premium"} 1
 throttled_tier_multiplier{tier="standard"} 1
@@ -68,7 +82,9 @@ throttled_tier_multiplier{tier="standard"} 1
 		// Lease lost: no multipliers, no more steps counted.
 		2: metricsHeader + `
 throttled_controller_leader 0
-throttled_controller_signal{signal="error_ratio"} 0.0095
+throttled_controller_signal_ratio{signal="error_ratio"} 0.0095
+throttled_controller_signal_target_ratio{signal="error_ratio"} 0.01
+throttled_controller_signal_target_seconds{signal="latency_p99"} 1
 ` + stepsText(map[string]int{"free/decrease": 1, "free/hold": 1, "premium/hold": 2, "standard/hold": 2}),
 	}
 	checked := 0

@@ -81,6 +81,35 @@ func (p *pinned) Rate(tier string) float64 {
 
 func (p *pinned) setPins(m map[string]api.Pin) { p.pins.Store(&m) }
 
+// pin is the tier's active pin, if any.
+func (p *pinned) pin(tier string) (float64, bool) {
+	if m := p.pins.Load(); m != nil {
+		if pin, ok := (*m)[tier]; ok && pin.Active(p.now()) {
+			return pin.Multiplier, true
+		}
+	}
+	return 0, false
+}
+
+// origin is where the unpinned multipliers come from now (an
+// instrument.Source* value).
+func (p *pinned) origin() string {
+	switch src := p.src.(type) {
+	case *coord.Subscriber:
+		switch src.Snapshot().Origin {
+		case coord.OriginRedis:
+			return instrument.SourceController
+		case coord.OriginStale:
+			return instrument.SourceStale
+		}
+	case *localMultipliers:
+		if src.cur.Load() != nil {
+			return instrument.SourceController
+		}
+	}
+	return instrument.SourceNone
+}
+
 // tierTable is the key → tier assignments of the current config.
 type tierTable struct {
 	m atomic.Pointer[map[string]string]

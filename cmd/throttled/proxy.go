@@ -19,6 +19,8 @@ import (
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/instrument"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // upstreamMetrics record the sidecar's calls to the protected service; the
@@ -161,7 +163,7 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			defer p.Release()
 		}
-		if res.Limited {
+		if res.Limited || s.breakers != nil {
 			r = r.WithContext(context.WithValue(r.Context(), resultKey{}, &res))
 		}
 		rp.ServeHTTP(w, r)
@@ -181,6 +183,9 @@ func (s *stack) rewrite(upstream *url.URL) func(*httputil.ProxyRequest) {
 	}
 	return func(pr *httputil.ProxyRequest) {
 		pr.SetURL(upstream)
+		if s.tracer != nil { // the upstream's spans continue ours
+			traceContext.Inject(pr.Out.Context(), propagation.HeaderCarrier(pr.Out.Header))
+		}
 		if !fromTrusted(pr.In.RemoteAddr, trusted) {
 			pr.SetXForwarded()
 			return
@@ -244,6 +249,9 @@ func upstreamTransport(timeout time.Duration) *http.Transport {
 	return t
 }
 
+// gateRule names the inner loop's gate in refusals and metrics.
+const gateRule = "concurrency"
+
 // refuseGate answers 503 with reason shed when the inner loop's limit
 // refused the request (the lowest priority first).
 func (s *stack) refuseGate(w http.ResponseWriter, tier string, err error) {
@@ -251,50 +259,57 @@ func (s *stack) refuseGate(w http.ResponseWriter, tier string, err error) {
 		w.WriteHeader(499) // the client went away while waiting
 		return
 	}
-	secs := wait.Jittered(time.Second, rand.Int64N)
-	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	body, _ := json.Marshal(enforce.Refusal{Error: "service overloaded, retry later", Reason: "shed",
-		RetryAfterSeconds: secs, Tier: tier, Rule: "concurrency"})
-	writeJSON(w, http.StatusServiceUnavailable, append(body, '\n'))
+	s.refuse503(w, "service overloaded, retry later", "shed", tier, gateRule, time.Second)
 }
 
 // refuseBulkhead answers 503 with reason bulkhead when a tier's bulkhead
-// is full (or the wait for it ended).
+// is full (or the wait for it ended); the rule is the bulkhead's name.
 func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrFull) {
 		w.WriteHeader(499) // the client went away while waiting
 		return
 	}
-	secs := wait.Jittered(bh.RetryAfter(), rand.Int64N)
+	s.refuse503(w, "service busy, retry later", instrument.DecisionBulkhead, tier, bh.Name(), bh.RetryAfter())
+}
+
+// refuse503 answers a 503 given after the rules admitted the request,
+// counts it in throttled_decisions_total as reason for tier and rule, and
+// tells the refusal log. Retry-After is after, jittered.
+func (s *stack) refuse503(w http.ResponseWriter, msg, reason, tier, rule string, after time.Duration) {
+	secs := wait.Jittered(after, rand.Int64N)
+	s.metrics.Count(tier, rule, reason)
+	s.refusals.Refused(tier, rule, reason, "")
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	body := `{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":` +
-		strconv.FormatInt(secs, 10) + `,"tier":"` + tier + `","rule":""}` + "\n"
-	writeJSON(w, http.StatusServiceUnavailable, []byte(body))
+	body, _ := json.Marshal(enforce.Refusal{Error: msg, Reason: reason, RetryAfterSeconds: secs, Tier: tier, Rule: rule})
+	writeJSON(w, http.StatusServiceUnavailable, append(body, '\n'))
 }
 
 // upstreamError answers a failed upstream call: 413 when the request's
 // body passed max_body_bytes, a fast 503 while the route's breaker is
-// open, 502 otherwise.
+// open (the rule is the breaker's name), 502 otherwise.
 func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	res, _ := r.Context().Value(resultKey{}).(*enforce.Result)
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(context.Cause(r.Context()), &tooBig) {
-		if res, ok := r.Context().Value(resultKey{}).(*enforce.Result); ok {
+		if res != nil {
 			res.WriteHeaders(w.Header())
 		}
 		refuseBody(w, tooBig.Limit)
 		return
 	}
 	if errors.Is(err, bulkhead.ErrOpen) {
-		b, _ := s.breakers.Get("upstream:" + s.breakerRoutes.Of(r.URL.Path, "default"))
-		secs := wait.Jittered(time.Second, rand.Int64N)
-		if b != nil {
-			secs = wait.Jittered(b.RetryAfter(), rand.Int64N)
+		name := "upstream:" + s.breakerRoutes.Of(r.URL.Path, "default")
+		after := time.Second
+		if b, _ := s.breakers.Get(name); b != nil {
+			after = b.RetryAfter()
 		}
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"upstream unavailable, retry later","reason":"breaker_open","retry_after_seconds":`+
-			strconv.FormatInt(secs, 10)+"}\n"))
+		var tier string
+		if res != nil {
+			tier = res.Tier
+		}
+		s.refuse503(w, "upstream unavailable, retry later", instrument.DecisionBreakerOpen, tier, name, after)
 		return
 	}
-	if res, ok := r.Context().Value(resultKey{}).(*enforce.Result); ok {
+	if res != nil {
 		res.WriteHeaders(w.Header())
 	}
 	s.log.Warn("upstream", "err", err)

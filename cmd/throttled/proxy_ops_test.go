@@ -23,17 +23,21 @@ var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X
 // rate-limit headers. Free is 5 a minute: one request held upstream, three
 // refused, then four more pass before the 429. One the inner loop's gate
 // shed keeps its quota spent, as a shed by the multiplier does (a client
-// above its quota gets 429 whichever loop sheds): one more passes.
+// above its quota gets 429 whichever loop sheds): one more passes. Each
+// refusal names its rule (the bulkhead, the gate) in its body and is
+// counted in throttled_decisions_total.
 func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 	for _, tc := range []struct {
-		name, extra, reason string
-		after               int
+		name, extra, reason, rule string
+		after                     int
 	}{
-		{"route bulkhead", "route_bulkheads:\n  /hold: { limit: 1 }\n", "bulkhead", 4},
-		{"gate", "concurrency:\n  initial_limit: 1\n  min_limit: 1\n  max_limit: 1\n", "shed", 1},
+		{"route bulkhead", "route_bulkheads:\n  /hold: { limit: 1 }\n", "bulkhead", "route:/hold", 4},
+		{"gate", "concurrency:\n  initial_limit: 1\n  min_limit: 1\n  max_limit: 1\n", "shed", "concurrency", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
+			var releaseOnce sync.Once
+			free := func() { releaseOnce.Do(func() { close(release) }) }
 			entered := make(chan struct{}, 1)
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/hold" {
@@ -42,13 +46,15 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 				}
 			}))
 			defer up.Close()
+			defer free() // before up.Close, which waits for the held request, also when the test fails early
 			cfg := testConfig(t, up.URL, "")
 			more, err := parseConfig([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.RouteBulkheads, cfg.Concurrency = more.RouteBulkheads, more.Concurrency
-			proxy := "http://" + startServe(t, cfg)["proxy"]
+			addrs := startServe(t, cfg)
+			proxy := "http://" + addrs["proxy"]
 			var held sync.WaitGroup
 			held.Go(func() {
 				req, _ := http.NewRequest("GET", proxy+"/hold", nil)
@@ -60,8 +66,9 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			<-entered
 			for i := range 3 {
 				resp, body := call(t, "GET", proxy+"/hold", "", "X-API-Key", "k")
-				if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"`+tc.reason+`"`) {
-					t.Fatalf("refusal %d: %d %s, want 503 %s", i, resp.StatusCode, body, tc.reason)
+				if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"`+tc.reason+`"`) ||
+					!strings.Contains(body, `"tier":"free","rule":"`+tc.rule+`"`) {
+					t.Fatalf("refusal %d: %d %s, want 503 %s for tier free by rule %s", i, resp.StatusCode, body, tc.reason, tc.rule)
 				}
 				for _, h := range rateLimitHeaders {
 					if v := resp.Header.Get(h); v != "" {
@@ -69,7 +76,12 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 					}
 				}
 			}
-			close(release)
+			_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+			series := `throttled_decisions_total{decision="` + tc.reason + `",rule="` + tc.rule + `",tier="free"}`
+			if got := metricValue(t, metrics, series); got != 3 {
+				t.Errorf("%s = %v, want 3", series, got)
+			}
+			free()
 			held.Wait()
 			passed := 0
 			for i := 0; i < 10; i++ {

@@ -48,8 +48,13 @@ func TestUpstreamBreakerOpensOn5xx(t *testing.T) {
 		}
 	}
 	resp, body := call(t, "GET", proxy+"/broken", "", "X-API-Key", "k")
-	if resp.StatusCode != 503 || !strings.Contains(body, "breaker_open") || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("after 3 failures: %d %q, want a fast 503 breaker_open", resp.StatusCode, body)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"breaker_open"`) || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, `"tier":"free","rule":"upstream:/broken"`) {
+		t.Fatalf("after 3 failures: %d %q, want a fast 503 breaker_open for tier free by rule upstream:/broken", resp.StatusCode, body)
+	}
+	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	if got := metricValue(t, metrics, `throttled_decisions_total{decision="breaker_open",rule="upstream:/broken",tier="free"}`); got != 1 {
+		t.Errorf("breaker_open decisions: %v, want 1", got)
 	}
 	if n, _ := calls.Load("/broken"); *n.(*int) != 3 {
 		t.Fatalf("upstream saw %d calls, want 3 (the open breaker answers itself)", *n.(*int))

@@ -97,6 +97,15 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, started chan<-
 		return err
 	}
 	defer s.close()
+	stopTracing, err := s.startTracing(ctx)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(flushCtx)
+	}()
 	servers, addrs, err := s.listen()
 	if err != nil {
 		return err
@@ -186,7 +195,7 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 	if s.cfg.Upstream != "" {
 		var u *url.URL
 		if u, err = url.Parse(s.cfg.Upstream); err == nil {
-			err = bind("proxy", s.cfg.Listen, s.proxyHandler(u), nil)
+			err = bind("proxy", s.cfg.Listen, s.traced("throttled proxy", s.proxyHandler(u)), nil)
 		}
 	}
 	if err == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/rls"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // stack is every part of a running throttled, wired. serve and demo build
@@ -35,6 +36,10 @@ type stack struct {
 	ready         *enforce.Readiness
 	enforcer      *enforce.Enforcer
 	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
+	metrics       *instrument.Metrics
+	refusals      *instrument.RefusalLog // the sampled info line per refusal
+	configVersion prometheus.Gauge       // throttled_config_version
+	tracer        oteltrace.Tracer       // nil: no tracing (see startTracing)
 	mults         *pinned
 	tiers         *tierTable
 	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
@@ -100,6 +105,10 @@ func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
 func (s *stack) buildStore(ctx context.Context) error {
 	m, err := instrument.NewMetrics(s.reg)
 	if err != nil {
+		return err
+	}
+	s.metrics, s.refusals = m, instrument.NewRefusalLog(s.log, 0, nil)
+	if err := s.registerInfo(); err != nil {
 		return err
 	}
 	near, err := instrument.NewNearLimit(s.reg)
@@ -236,7 +245,7 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
-		UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
+		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
 	return err
 }
 

@@ -142,6 +142,7 @@ func (s *stack) apply(snap api.Snapshot) {
 			s.log.Error("controller keeps its previous tiers", "version", snap.Version, "err", err)
 		}
 	}
+	s.configVersion.Set(float64(snap.Version))
 	s.log.Info("config applied", "version", snap.Version, "tiers", len(names), "rules", len(p.Rules))
 }
 

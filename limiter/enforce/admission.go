@@ -50,14 +50,18 @@ func (ps *pass) admitTier(ctx context.Context, tier string) {
 		ps.res.Err = err
 		return
 	}
+	if !d.Allowed {
+		d.Reason = limiter.Shed
+	}
+	e.count(tier, TierAdmissionRule, d.Label())
 	if d.Allowed {
 		return
 	}
-	d.Reason = limiter.Shed
 	ps.giveBack(ctx)
 	cr := compiledRule{Rule: Rule{Name: TierAdmissionRule}}
 	ps.res.refuse(&cr, req.Rule, d)
 	ps.res.Limited = true
+	e.countRefusal(tier, &ps.res, nil)
 }
 
 // Refund gives back what Check took for r when res admitted it, for a

@@ -222,10 +222,11 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // of an unlimited tier is decided (and counted) but never refused nor
 // delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
+	var delayed bool
 	if ps.unlimited {
 		d, err = ps.e.store.Decide(ctx, req)
 	} else {
-		d, err = ps.e.decide(ctx, cr, req)
+		d, delayed, err = ps.e.decide(ctx, cr, req)
 	}
 	if err != nil {
 		ps.res.Err = err
@@ -235,18 +236,36 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, 
 	switch {
 	case d.Allowed:
 		ps.keep(req)
+		ps.e.count(req.Tier, cr.Name, allowedLabel(d, delayed))
 		return d, true, nil
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true
+		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
-	case ps.unlimited:
+	case ps.unlimited: // counted as a shadow refusal: it would have been refused, it was not
 		ps.res.Unlimited = true
+		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
 	}
 	ps.giveBack(ctx)
 	ps.res.refuse(cr, req.Rule, d)
-	ps.e.countRefusal(who)
+	ps.e.count(req.Tier, cr.Name, d.Label())
+	ps.e.countRefusal(req.Tier, &ps.res, who)
 	return d, false, nil
+}
+
+func allowedLabel(d limiter.Decision, delayed bool) string {
+	if delayed {
+		return LabelDelayed
+	}
+	return d.Label()
+}
+
+func shadowLabel(d limiter.Decision) string {
+	if d.Reason == limiter.Shed {
+		return LabelShadowShed
+	}
+	return LabelShadowOverQuota
 }
 
 func (ps *pass) keep(req limiter.Request) {

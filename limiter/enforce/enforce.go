@@ -29,9 +29,22 @@ type Settings struct {
 	Rates multiplier.RateSource
 	// Refusals counts refused clients (a top-K); nil: not counted.
 	Refusals interface{ Add(key string, n uint64) }
-	Now      func() time.Time                                 // nil: time.Now
-	Jitter   func(n int64) int64                              // uniform in [0, n); nil: math/rand/v2
-	Sleep    func(ctx context.Context, d time.Duration) error // ModeDelay; nil: a timer
+	// Decisions counts what each rule came to for the client, by tier,
+	// rule and decision label (instrument.Metrics does): the labels of
+	// limiter.DecisionLabels, and LabelShadowOverQuota, LabelShadowShed and
+	// LabelDelayed; nil: not counted. Refunds and peeks are not counted.
+	Decisions interface {
+		Count(tier, rule, decision string)
+	}
+	// RefusalLog is told of every refusal (instrument.RefusalLog samples
+	// and logs them); client is the key Refusals counts, "" for a check
+	// without one; nil: none.
+	RefusalLog interface {
+		Refused(tier, rule, reason, client string)
+	}
+	Now    func() time.Time                                 // nil: time.Now
+	Jitter func(n int64) int64                              // uniform in [0, n); nil: math/rand/v2
+	Sleep  func(ctx context.Context, d time.Duration) error // ModeDelay; nil: a timer
 	// MaxWaiting bounds the requests waiting in ModeDelay at once, over all
 	// keys; beyond it a delay rule refuses at once. 0 means 1024.
 	MaxWaiting int
@@ -154,30 +167,56 @@ func (e *Enforcer) multiplier(tier string) float64 {
 	return limiter.MinMultiplier
 }
 
+// Decision labels of what a rule came to beyond limiter.DecisionLabels
+// (Settings.Decisions).
+const (
+	LabelShadowOverQuota = "shadow_over_quota" // a shadow rule would have refused (429); the request passed
+	LabelShadowShed      = "shadow_shed"       // a shadow rule would have shed (503); the request passed
+	LabelDelayed         = "delayed"           // a delay rule held the request, then admitted it
+)
+
 // decide asks the store; in ModeDelay a refused request waits in line for
-// capacity (see delay).
-func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (limiter.Decision, error) {
-	d, err := e.store.Decide(ctx, req)
+// capacity (see delay), and delayed says it was admitted after a refusal.
+func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (d limiter.Decision, delayed bool, err error) {
+	d, err = e.store.Decide(ctx, req)
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
-		return d, err
+		return d, false, err
 	}
-	return e.delay(ctx, cr, req, d)
+	d, err = e.delay(ctx, cr, req, d)
+	return d, err == nil && d.Allowed, err
 }
 
-// countRefusal counts a refused client for the top consumers. API keys are
-// secrets and metric labels are not: an API key is counted by a short
-// SHA-256 fingerprint, a JWT subject or an IP as itself. A nil id (a
-// check for a whole rule) is not counted.
-func (e *Enforcer) countRefusal(id *identity.Client) {
+// count counts what a rule came to for the client.
+func (e *Enforcer) count(tier, rule, label string) {
+	if e.set.Decisions != nil {
+		e.set.Decisions.Count(tier, rule, label)
+	}
+}
+
+// countRefusal counts a refused client for the top consumers and tells the
+// refusal log. API keys are secrets and metric labels are not: an API key
+// is counted by a short SHA-256 fingerprint, a JWT subject or an IP as
+// itself. A nil id (a check for a whole rule) is not counted.
+func (e *Enforcer) countRefusal(tier string, res *Result, id *identity.Client) {
+	if e.set.Refusals == nil && e.set.RefusalLog == nil {
+		return
+	}
+	var client string
 	switch {
-	case e.set.Refusals == nil || id == nil:
+	case id == nil:
 	case id.APIKey != "":
 		sum := sha256.Sum256([]byte(id.APIKey))
-		e.set.Refusals.Add("key:"+hex.EncodeToString(sum[:6]), 1)
+		client = "key:" + hex.EncodeToString(sum[:6])
 	case id.Subject != "":
-		e.set.Refusals.Add("sub:"+id.Subject, 1)
+		client = "sub:" + id.Subject
 	default:
-		e.set.Refusals.Add("ip:"+id.IP, 1)
+		client = "ip:" + id.IP
+	}
+	if e.set.Refusals != nil && client != "" {
+		e.set.Refusals.Add(client, 1)
+	}
+	if e.set.RefusalLog != nil {
+		e.set.RefusalLog.Refused(tier, res.Rule, res.Decision.Reason.String(), client)
 	}
 }
 

@@ -10,6 +10,19 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 )
 
+// Decision labels of the 503s given after the rules admitted a request
+// (the proxy counts them through Metrics.Count). The enforcer's own labels
+// beyond limiter.DecisionLabels (shadow_over_quota, shadow_shed, delayed)
+// are defined in limiter/enforce.
+const (
+	DecisionBulkhead    = "bulkhead"     // a full bulkhead (rule: its name)
+	DecisionBreakerOpen = "breaker_open" // the upstream's circuit breaker is open (rule: its name)
+)
+
+// ErrorKinds are the values of throttled_store_errors_total's kind label,
+// all exported at 0 from the start.
+var ErrorKinds = [...]string{"timeout", "canceled", "invalid", "redis"}
+
 // Metrics holds the limiter's Prometheus collectors. Make one per registry
 // and share it between stores and middleware.
 type Metrics struct {
@@ -18,30 +31,19 @@ type Metrics struct {
 	errors    *prometheus.CounterVec   // throttled_store_errors_total{kind}
 
 	mu       sync.RWMutex // guards counters
-	counters map[labelKey]*decisionCounters
+	counters map[labelKey]prometheus.Counter
 }
 
-type labelKey struct{ tier, rule string }
-
-// decisionCounters are the children for one tier and rule, indexed by
-// decisionIndex, so the hot path looks labels up once.
-type decisionCounters [2 * limiter.NumReasons]prometheus.Counter
-
-// decisionIndex orders a decision's counters as limiter.DecisionLabels.
-func decisionIndex(d limiter.Decision) int {
-	i := int(d.Reason)
-	if d.Fallback {
-		i += limiter.NumReasons
-	}
-	return i
-}
+type labelKey struct{ tier, rule, decision string }
 
 // NewMetrics registers the limiter's collectors on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "throttled_decisions_total",
-			Help: "Decisions by tier, rule and decision (allowed, over_quota, shed, fallback_*).",
+			Help: "Decisions as clients saw them, by tier, rule and decision: allowed, over_quota (429), shed (503), " +
+				"fallback_*, shadow_over_quota and shadow_shed (a shadow rule would have refused; the request passed), " +
+				"delayed (held, then admitted), bulkhead and breaker_open (503 after the rules admitted).",
 		}, []string{"tier", "rule", "decision"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "throttled_decision_duration_seconds",
@@ -52,7 +54,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "throttled_store_errors_total",
 			Help: "Store errors by kind (timeout, canceled, invalid, redis).",
 		}, []string{"kind"}),
-		counters: make(map[labelKey]*decisionCounters),
+		counters: make(map[labelKey]prometheus.Counter),
+	}
+	for _, k := range ErrorKinds {
+		m.errors.WithLabelValues(k)
 	}
 	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.errors} {
 		if err := reg.Register(c); err != nil {
@@ -62,30 +67,48 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// CountDecision counts one decision for tier and rule.
-func (m *Metrics) CountDecision(tier, rule string, d limiter.Decision) {
-	k := labelKey{tier, rule}
+// Count counts one decision for tier and rule. The first decision of a
+// tier and rule among limiter.DecisionLabels also exports the others at 0,
+// so that ratios over them exist from the start. It does not allocate for
+// labels seen before.
+func (m *Metrics) Count(tier, rule, decision string) {
+	k := labelKey{tier, rule, decision}
 	m.mu.RLock()
 	c := m.counters[k]
 	m.mu.RUnlock()
 	if c == nil {
 		c = m.resolve(k)
 	}
-	c[decisionIndex(d)].Inc()
+	c.Inc()
 }
 
-func (m *Metrics) resolve(k labelKey) *decisionCounters {
+func (m *Metrics) resolve(k labelKey) prometheus.Counter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c := m.counters[k]; c != nil {
 		return c
 	}
-	c := new(decisionCounters)
-	for i, l := range limiter.DecisionLabels {
-		c[i] = m.decisions.WithLabelValues(k.tier, k.rule, l)
+	if !isDecisionLabel(k.decision) {
+		c := m.decisions.WithLabelValues(k.tier, k.rule, k.decision)
+		m.counters[k] = c
+		return c
 	}
-	m.counters[k] = c
-	return c
+	for _, l := range limiter.DecisionLabels {
+		lk := labelKey{k.tier, k.rule, l}
+		if m.counters[lk] == nil {
+			m.counters[lk] = m.decisions.WithLabelValues(k.tier, k.rule, l)
+		}
+	}
+	return m.counters[k]
+}
+
+func isDecisionLabel(s string) bool {
+	for _, l := range limiter.DecisionLabels {
+		if l == s {
+			return true
+		}
+	}
+	return false
 }
 
 // CountError counts one store error by its kind.
@@ -105,8 +128,11 @@ func ErrorKind(err error) string {
 	}
 }
 
-// Store wraps s so that every decision is counted and timed under the
-// store label name.
+// Store wraps s so that every decision is timed under the store label
+// name and every error counted by kind. It does not count decisions: a
+// store decision is not what the client saw (a shadow rule's refusal
+// passes, a delay rule asks again, a tier cap's refusal is a shed), so the
+// enforcer counts them (enforce.Settings.Decisions).
 func Store(s limiter.Store, m *Metrics, name string) limiter.Store {
 	return &instrumented{s: s, m: m, latency: m.latency.WithLabelValues(name)}
 }
@@ -123,10 +149,6 @@ func (i *instrumented) Decide(ctx context.Context, req limiter.Request) (limiter
 	i.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		i.m.CountError(err)
-		return d, err
 	}
-	if !req.Refund {
-		i.m.CountDecision(req.Tier, req.Rule.Name, d)
-	}
-	return d, nil
+	return d, err
 }

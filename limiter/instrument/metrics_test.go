@@ -18,11 +18,25 @@ import (
 // t0 is aligned to a second, so 1 s windows start at t0.
 var t0 = time.Unix(1_700_000_000, 0)
 
-func TestMetricsCountAndTime(t *testing.T) {
+// TestMetricsStoreTimesAndCountsErrors: the store wrapper times every
+// decision and counts errors by kind, every kind exported at 0 from the
+// start; it counts no decision (the enforcer does, as clients saw them).
+func TestMetricsStoreTimesAndCountsErrors(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := instrument.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	zero := `
+# HELP throttled_store_errors_total Store errors by kind (timeout, canceled, invalid, redis).
+# TYPE throttled_store_errors_total counter
+throttled_store_errors_total{kind="canceled"} 0
+throttled_store_errors_total{kind="invalid"} 0
+throttled_store_errors_total{kind="redis"} 0
+throttled_store_errors_total{kind="timeout"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(zero), "throttled_store_errors_total"); err != nil {
+		t.Fatalf("before any error: %v", err)
 	}
 	clock := fakeclock.New(t0)
 	s := instrument.Store(limiter.NewMemory(limiter.WithClock(clock.Now)), m, "memory")
@@ -33,25 +47,10 @@ func TestMetricsCountAndTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Decide(ctx, limiter.Request{Key: "a", Rule: rule, Tier: "free", Multiplier: 0.01}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.Decide(ctx, limiter.Request{Key: "", Rule: rule}); err == nil {
 		t.Fatal("empty key accepted")
 	}
-	want := `
-# HELP throttled_decisions_total Decisions by tier, rule and decision (allowed, over_quota, shed, fallback_*).
-# TYPE throttled_decisions_total counter
-throttled_decisions_total{decision="allowed",rule="per-key",tier="free"} 2
-throttled_decisions_total{decision="fallback_allowed",rule="per-key",tier="free"} 0
-throttled_decisions_total{decision="fallback_over_quota",rule="per-key",tier="free"} 0
-throttled_decisions_total{decision="fallback_shed",rule="per-key",tier="free"} 0
-throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 2
-throttled_decisions_total{decision="shed",rule="per-key",tier="free"} 0
-# HELP throttled_store_errors_total Store errors by kind (timeout, canceled, invalid, redis).
-# TYPE throttled_store_errors_total counter
-throttled_store_errors_total{kind="invalid"} 1
-`
+	want := strings.Replace(zero, `{kind="invalid"} 0`, `{kind="invalid"} 1`, 1)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttled_decisions_total", "throttled_store_errors_total"); err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +60,51 @@ throttled_store_errors_total{kind="invalid"} 1
 	// Registering twice on one registry is an error, not a panic.
 	if _, err := instrument.NewMetrics(reg); err == nil {
 		t.Fatal("second NewMetrics on one registry succeeded")
+	}
+}
+
+// TestMetricsCount: the first store decision label of a tier and rule
+// exports all six at 0; other labels (shadow, delayed, bulkhead) only
+// their own series.
+func TestMetricsCount(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := instrument.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Count("free", "per-key", "allowed")
+	m.Count("free", "per-key", "allowed")
+	m.Count("free", "per-key", "over_quota")
+	m.Count("free", "per-key", "shadow_over_quota")
+	m.Count("free", "tier:free", instrument.DecisionBulkhead)
+	m.Count("premium", "upstream:default", instrument.DecisionBreakerOpen)
+	want := `
+# HELP throttled_decisions_total Decisions as clients saw them, by tier, rule and decision: allowed, over_quota (429), shed (503), fallback_*, shadow_over_quota and shadow_shed (a shadow rule would have refused; the request passed), delayed (held, then admitted), bulkhead and breaker_open (503 after the rules admitted).
+# TYPE throttled_decisions_total counter
+throttled_decisions_total{decision="allowed",rule="per-key",tier="free"} 2
+throttled_decisions_total{decision="breaker_open",rule="upstream:default",tier="premium"} 1
+throttled_decisions_total{decision="bulkhead",rule="tier:free",tier="free"} 1
+throttled_decisions_total{decision="fallback_allowed",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="fallback_over_quota",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="fallback_shed",rule="per-key",tier="free"} 0
+throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 1
+throttled_decisions_total{decision="shadow_over_quota",rule="per-key",tier="free"} 1
+throttled_decisions_total{decision="shed",rule="per-key",tier="free"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "throttled_decisions_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkMetricsCount(b *testing.B) {
+	m, err := instrument.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Count("free", "per-key", "allowed")
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Count("free", "per-key", "allowed")
 	}
 }
 
@@ -86,6 +130,8 @@ func TestMetricsCountRedisErrors(t *testing.T) {
 	want := `
 # HELP throttled_store_errors_total Store errors by kind (timeout, canceled, invalid, redis).
 # TYPE throttled_store_errors_total counter
+throttled_store_errors_total{kind="canceled"} 0
+throttled_store_errors_total{kind="invalid"} 0
 throttled_store_errors_total{kind="redis"} 1
 throttled_store_errors_total{kind="timeout"} 1
 `

@@ -52,7 +52,7 @@ func (n *NearLimit) Observe(req *limiter.Request, d limiter.Decision) {
 	if !Near(req, d) {
 		return
 	}
-	k := labelKey{req.Tier, req.Rule.Name}
+	k := labelKey{tier: req.Tier, rule: req.Rule.Name}
 	n.mu.RLock()
 	c := n.children[k]
 	n.mu.RUnlock()
