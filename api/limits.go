@@ -58,7 +58,6 @@ const (
 var (
 	nameRE      = regexp.MustCompile(namePattern)
 	methodRE    = regexp.MustCompile(methodPattern)
-	headerRE    = regexp.MustCompile("^" + headerPattern + "$")
 	keySourceRE = regexp.MustCompile(keySourcePattern)
 	pathRE      = regexp.MustCompile(pathPattern)
 )

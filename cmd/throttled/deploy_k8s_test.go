@@ -95,12 +95,12 @@ func selects(sel, labels map[string]string) bool {
 
 // k8sExample is the parsed example, by kind.
 type k8sExample struct {
-	cfg                           *Config
-	deploy, svc, monitor          *k8sObject
-	throttled                     *k8sContainer
-	adminPort, proxyPort          int
-	containers                    []k8sContainer
-	configMountPath, configSource string
+	cfg                  *Config
+	deploy, svc, monitor *k8sObject
+	throttled            *k8sContainer
+	adminPort, proxyPort int
+	containers           []k8sContainer
+	configSource         string
 }
 
 func loadK8sExample(t *testing.T) *k8sExample {
