@@ -45,4 +45,3 @@ func TestAdminAddrPerInstance(t *testing.T) {
 		}
 	}
 }
-

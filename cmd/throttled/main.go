@@ -49,11 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 // commands are the subcommands by name.
 func commands() map[string]func(args []string, stdout, stderr io.Writer) error {
 	return map[string]func(args []string, stdout, stderr io.Writer) error{
-		"serve":  serve,
-		"config": func(a []string, o, _ io.Writer) error { return configCmd(a, o) },
-		"demo":   func(a []string, o, _ io.Writer) error { return demo(a, o) },
-		"bench":  func(a []string, o, _ io.Writer) error { return bench(a, o) },
-		"script": func(a []string, o, _ io.Writer) error { return script(a, o) },
+		"serve":       serve,
+		"config":      func(a []string, o, _ io.Writer) error { return configCmd(a, o) },
+		"demo":        func(a []string, o, _ io.Writer) error { return demo(a, o) },
+		"bench":       func(a []string, o, _ io.Writer) error { return bench(a, o) },
+		"script":      func(a []string, o, _ io.Writer) error { return script(a, o) },
 		"healthcheck": healthcheck,
 		"version": func(a []string, o, _ io.Writer) error {
 			if err := parseFlags(newFlagSet("version", "", "print the version (also: throttled --version)"), a, o, 0); err != nil {

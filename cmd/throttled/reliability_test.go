@@ -112,8 +112,15 @@ func TestRecoveryAfterRedisOutage(t *testing.T) {
 		}
 		return d
 	}
-	if decide().Fallback {
-		t.Fatal("first decision came from the fallback with redis up")
+	// With redis up decisions are shared; the first few may still fall back
+	// on a loaded machine (a new connection and the script's first load
+	// against the 50 ms deadline), so wait, bounded, for a shared one.
+	shared := false
+	for end := time.Now().Add(5 * time.Second); !shared && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		shared = !decide().Fallback
+	}
+	if !shared {
+		t.Fatal("no shared decision within 5 s with redis up")
 	}
 	r.Kill()
 	down := outage(t)
