@@ -40,6 +40,8 @@ const (
 	MaxPeriod      = 366 * 24 * time.Hour
 	MaxPriority    = 1000
 	MaxMaxWait     = time.Minute
+	MaxLeaseSize   = 1_000_000
+	MaxLeaseTTL    = time.Minute
 	MaxTiers       = 1000
 	MaxRules       = 1000
 	MaxAssignments = 100_000
@@ -130,7 +132,7 @@ func validateRules(rules []Rule) error {
 			return fieldErr(p+".name", "%q: duplicate rule name", r.Name)
 		}
 		seen[r.Name] = true
-		for _, check := range []func(string, Rule) error{validateMatch, validateKeys, validateLimit, validateMode} {
+		for _, check := range []func(string, Rule) error{validateMatch, validateKeys, validateLimit, validateMode, validateLease} {
 			if err := check(p, r); err != nil {
 				return err
 			}
@@ -232,6 +234,30 @@ func validateMode(p string, r Rule) error {
 	}
 	if r.Mode != "delay" && r.MaxWait != 0 {
 		return fieldErr(p+".max_wait", "%v: only delay mode waits", r.MaxWait)
+	}
+	return nil
+}
+
+func validateLease(p string, r Rule) error {
+	l := r.Lease
+	switch {
+	case l == nil:
+		return nil
+	case l.Size < 1 || l.Size > MaxLeaseSize:
+		return fieldErr(p+".lease.size", "%d: want 1..%d tokens", l.Size, MaxLeaseSize)
+	case l.TTL < 0 || l.TTL.D() > MaxLeaseTTL:
+		return fieldErr(p+".lease.ttl", "%v: want 0 (1s) ..%v", l.TTL, MaxLeaseTTL)
+	case r.Limit == 0: // the tier's algorithm and capacity: checked when leasing
+		return nil
+	case strings.Contains(r.Algorithm, "window"):
+		return fieldErr(p+".lease", "%s rules do not lease: want token_bucket, gcra or leaky_bucket", r.Algorithm)
+	}
+	capacity := r.Limit
+	if r.Burst > 0 {
+		capacity = r.Burst
+	}
+	if l.Size > capacity {
+		return fieldErr(p+".lease.size", "%d exceeds the rule's capacity %d: no lease could be granted", l.Size, capacity)
 	}
 	return nil
 }
@@ -341,7 +367,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // "tiers[0] (free): ...limit..." or "rules[2] (api): cost ...".
 var (
 	hookFieldRE = regexp.MustCompile(`\b(tiers|rules)\[(\d+)\](?: \(([^)]*)\))?:?(.*)`)
-	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|algorithm|limit|period|burst|fallback|priority)\b`)
+	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|algorithm|limit|period|burst|fallback|priority|lease)\b`)
 )
 
 // hookField names the field of an error from the Validate hook.
