@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,45 @@ func TestBucketSweepsExpiredFields(t *testing.T) {
 	}
 	if v := c.HExists(ctx, bucket, keys[0]).Val(); !v {
 		t.Error("the sweep deleted a live field")
+	}
+}
+
+// TestRedisKeys: keys carry the prefix and a hash tag of the store's, the
+// bucket is in the slot of the key older versions used, and every key has a
+// TTL no longer than its time to refill plus one second.
+func TestRedisKeys(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client()
+	s := redisstore.New(c, limiter.WithPrefix("app:"))
+	ctx := context.Background()
+	for _, alg := range limiter.Algorithms() {
+		rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: 2 * time.Second, Burst: 10}
+		if _, err := s.Decide(ctx, limiter.Request{Key: "user:1", Rule: rule, Cost: 3}); err != nil {
+			t.Fatal(err)
+		}
+		key := s.Key(alg, "user:1")
+		if !strings.HasPrefix(key, "app:"+alg.Code()+":{") || !strings.HasSuffix(key, "}:user:1") || len(hashTag(key)) != 16 {
+			t.Fatalf("%v: key %q: want app:%s:{<16 hex>}:user:1", alg, key, alg.Code())
+		}
+		if alg != limiter.SlidingWindowLog {
+			b := s.Bucket(alg, "user:1")
+			if !strings.HasPrefix(b, "app:"+alg.Code()+"{") || !strings.HasSuffix(b, "}") ||
+				c.ClusterKeySlot(ctx, b).Val() != c.ClusterKeySlot(ctx, key).Val() {
+				t.Fatalf("%v: bucket %q: want app:%s{<tag>} in the slot of %q", alg, b, alg.Code(), key)
+			}
+			if c.Exists(ctx, key).Val() != 0 || !c.HExists(ctx, b, "user:1").Val() {
+				t.Fatalf("%v: the state is not (only) in the field user:1 of %s", alg, b)
+			}
+			key = b
+		}
+		ttl, err := c.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Refill from 3 spent at 5/s is 600 ms; windows last at most 2
+		// periods; a bucket's TTL is in whole seconds.
+		if ttl <= 0 || ttl > 2*rule.Period+2*time.Second {
+			t.Fatalf("%v: TTL %v, want in (0, %v]", alg, ttl, 2*rule.Period+2*time.Second)
+		}
 	}
 }
