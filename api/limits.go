@@ -13,6 +13,8 @@ const (
 	MaxPeriod      = 366 * 24 * time.Hour
 	MaxPriority    = 1000
 	MaxMaxWait     = time.Minute
+	MaxLeaseSize   = 1_000_000
+	MaxLeaseTTL    = time.Minute
 	MaxTiers       = 1000
 	MaxRules       = 1000
 	MaxAssignments = 100_000
@@ -96,6 +98,9 @@ var (
 		"mode":                {Enum: modes},
 		"max_wait":            {MaxDur: MaxMaxWait},
 		"fallback":            {Enum: fallbacks},
+		"lease":               {},
+		"lease.size":          {Min: 1, Max: MaxLeaseSize, Range: true, Required: true},
+		"lease.ttl":           {MaxDur: MaxLeaseTTL},
 	}
 )
 

@@ -18,7 +18,8 @@ func TestConfigErrorsReportsEveryProblem(t *testing.T) {
 		},
 		Rules: []Rule{
 			{Name: "a", Match: Match{Path: "x"}, Key: KeySources{"cookie"}, Mode: "later"},
-			{Name: "b", Match: Match{Path: "/"}, Key: KeySources{"ip"}, Limit: -1, Fallback: "maybe"},
+			{Name: "b", Match: Match{Path: "/"}, Key: KeySources{"ip"}, Limit: -1, Fallback: "maybe",
+				Lease: &Lease{Size: 0, TTL: Duration(2 * time.Minute)}},
 		},
 		DefaultTier: "gold",
 	}
@@ -31,7 +32,8 @@ func TestConfigErrorsReportsEveryProblem(t *testing.T) {
 		got = append(got, fe.Field)
 	}
 	want := []string{"tiers.free.rate", "tiers.free.period", "tiers.free.priority", "tiers.paid.beta", "default_tier",
-		"rules[0].match.path", "rules[0].key", "rules[0].mode", "rules[1].limit", "rules[1].period", "rules[1].fallback"}
+		"rules[0].match.path", "rules[0].key", "rules[0].mode", "rules[1].limit", "rules[1].period", "rules[1].fallback",
+		"rules[1].lease.size", "rules[1].lease.ttl"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("fields\n got %v\nwant %v", got, want)
 	}

@@ -83,6 +83,9 @@ func checkObject(t *testing.T, schema, prefix string, s schemaProp, typ reflect.
 		if b.Required {
 			required = append(required, name)
 		}
+		if ft.Kind() == reflect.Pointer { // an optional object
+			ft = ft.Elem()
+		}
 		if ft.Kind() == reflect.Struct {
 			checkObject(t, schema, prefix+name+".", p, ft, bounds)
 			continue

@@ -213,6 +213,8 @@ type Rule struct {
 	MaxWait           Duration   `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
 	Fallback          string     `json:"fallback,omitempty" yaml:"fallback,omitempty"`
 	HideClientHeaders bool       `json:"hide_client_headers,omitempty" yaml:"hide_client_headers,omitempty"`
+	// Lease, when set, turns on lease mode for the rule (see Lease).
+	Lease *Lease `json:"lease,omitempty" yaml:"lease,omitempty"`
 }
 
 // Limit is one of a rule's several limits.
@@ -222,6 +224,18 @@ type Limit struct {
 	Period    Duration `json:"period" yaml:"period"`
 	Burst     int64    `json:"burst,omitempty" yaml:"burst,omitempty"`
 	Align     string   `json:"align,omitempty" yaml:"align,omitempty"`
+}
+
+// Lease is a rule's lease mode: each instance takes up to Size tokens per
+// key at once from the shared store (Redis) and spends them locally, so
+// most decisions cost no round trip. Across N instances the rule admits at
+// most N × Size more than the shared store alone would. Only the token
+// bucket, GCRA and leaky bucket lease; a rule whose tier counts with a
+// window algorithm decides exactly.
+type Lease struct {
+	Size int64 `json:"size" yaml:"size"`
+	// TTL is how long unspent leased tokens live; 0 means 1 s.
+	TTL Duration `json:"ttl,omitempty" yaml:"ttl,omitempty"`
 }
 
 // Config is the whole enforcement configuration the admin API edits.

@@ -109,6 +109,7 @@ func validateRules(rules []Rule) []error {
 		errs.add(validateMatch(p, r), validateKeys(p, r))
 		errs.add(validateLimit(p, r)...)
 		errs.add(validateMode(p, r)...)
+		errs.add(validateLease(p, r)...)
 	}
 	return errs
 }
@@ -201,6 +202,31 @@ func validateMode(p string, r Rule) []error {
 	return errs
 }
 
+// validateLease checks a rule's lease mode: its size and TTL, and, for a
+// rule with its own limit, that it counts with a bucket and its capacity
+// can grant a lease (a rule with limit 0 or several limits is checked when
+// leasing: tokenlease decides window algorithms exactly).
+func validateLease(p string, r Rule) []error {
+	l := r.Lease
+	if l == nil {
+		return nil
+	}
+	var errs errList
+	errs.add(ruleBounds["lease.size"].checkInt(p+".lease.size", l.Size))
+	if b := ruleBounds["lease.ttl"]; l.TTL < 0 || l.TTL.D() > b.MaxDur {
+		errs.add(fieldErr(p+".lease.ttl", "%v: want 0 (1s) ..%v", l.TTL, b.MaxDur))
+	}
+	switch {
+	case r.Limit == 0 || len(errs) > 0:
+	case strings.Contains(r.Algorithm, "window"):
+		errs.add(fieldErr(p+".lease", "%s rules do not lease: want token_bucket, gcra or leaky_bucket", r.Algorithm))
+	case l.Size > capacity(r.Limit, r.Burst, r.Algorithm):
+		errs.add(fieldErr(p+".lease.size", "%d exceeds the rule's capacity %d: no lease could be granted",
+			l.Size, capacity(r.Limit, r.Burst, r.Algorithm)))
+	}
+	return errs
+}
+
 func validateAssignments(a map[string]string, tiers map[string]Tier) error {
 	if len(a) > MaxAssignments {
 		return fieldErr("assignments", "%d assignments: at most %d", len(a), MaxAssignments)
@@ -277,7 +303,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // "tiers[0] (free): ...limit..." or "rules[2] (api): cost ...".
 var (
 	hookFieldRE = regexp.MustCompile(`\b(tiers|rules)\[(\d+)\](?: \(([^)]*)\))?:?(.*)`)
-	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|limits|algorithm|limit|period|burst|align|fallback|priority)\b`)
+	hookWordRE  = regexp.MustCompile(`\b(name|match\.path|match\.methods|key|mode|max_wait|cost|limits|algorithm|limit|period|burst|align|fallback|priority|lease)\b`)
 )
 
 // hookField names the field of an error from the Validate hook.

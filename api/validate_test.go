@@ -129,6 +129,13 @@ func badRules() []badCase {
 	add("rules[0].max_wait", map[string]any{"max_wait": "1s"})
 	add("rules[0].max_wait", map[string]any{"mode": "delay", "max_wait": "-1s"})
 	add("rules[0].fallback", map[string]any{"fallback": "open"})
+	for _, v := range []any{0, -1, MaxLeaseSize + 1} {
+		add("rules[0].lease.size", map[string]any{"lease": map[string]any{"size": v}})
+	}
+	add("rules[0].lease.size", map[string]any{"limit": 5, "period": "1s", "lease": map[string]any{"size": 6}})
+	add("rules[0].lease.size", map[string]any{"limit": 5, "period": "1s", "burst": 3, "lease": map[string]any{"size": 4}})
+	add("rules[0].lease.ttl", map[string]any{"lease": map[string]any{"size": 1, "ttl": "2m"}})
+	add("rules[0].lease", map[string]any{"limit": 5, "period": "1s", "algorithm": "fixed_window", "lease": map[string]any{"size": 2}})
 	two := `{"rules":[{"name":"a","match":{"path":"/"},"key":"ip"},{"name":"a","match":{"path":"/"},"key":"ip"}]}`
 	cs = append(cs, badCase{"PUT", "/v1/rules", two, "rules[1].name"},
 		badCase{"PUT", "/v1/rules", `{"rule":[]}`, "rule"},

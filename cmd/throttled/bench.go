@@ -34,7 +34,8 @@ type benchResult struct {
 	CPUSeconds      float64 `json:"cpu_seconds"` // user+system CPU of this process during the run
 	// RedisBytesPerKey is the growth of Redis INFO memory used_memory per
 	// live key after one decision on each of --memory-keys fresh keys
-	// (--store redis only; keys "throttled-bench:<alg>:{mem:N}").
+	// (--store redis only; client keys "mem:N", fields of the buckets
+	// "throttled-bench:<alg>{<slot tag>}").
 	RedisBytesPerKey float64 `json:"redis_bytes_per_key,omitempty"`
 }
 

@@ -124,6 +124,10 @@ func boundObject(t reflect.Type, bounds map[string]api.Bound, prefix string) map
 		if b.Required {
 			required = append(required, name)
 		}
+		if ft := f.Type; ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct { // an optional object
+			props[name] = boundObject(ft.Elem(), bounds, prefix+name+".")
+			continue
+		}
 		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
 			props[name] = boundObject(f.Type, bounds, prefix+name+".")
 			continue

@@ -8,7 +8,9 @@ import (
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/instrument"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 // TestInspectKeyCreatesNoState: GET /v1/keys/{key} for a key never seen
@@ -17,6 +19,7 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := upstreamServer(t)
 	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	probe := redisstore.New(nil, limiter.WithPrefix("throttled:")).Bucket(limiter.TokenBucket, "__ready__")
 	keys := func() []string {
 		k, err := r.Client().Keys(context.Background(), "*").Result()
 		if err != nil {
@@ -26,7 +29,7 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 		return slices.DeleteFunc(k, func(s string) bool { // the instances' own bookkeeping
 			return strings.Contains(s, "instances") || strings.Contains(s, "controller") || strings.Contains(s, "multipliers") ||
 				strings.HasSuffix(s, ":tally") || // the instances' admitted counts
-				strings.HasSuffix(s, ":__ready__") // the readiness check's own probe key
+				s == probe // the readiness check's own probe bucket
 		})
 	}
 	before := keys()

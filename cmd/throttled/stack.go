@@ -33,6 +33,7 @@ type stack struct {
 	reg           *prometheus.Registry
 	rdb           redis.UniversalClient // nil: embedded
 	store         limiter.Store
+	leases        *leases // the rules in lease mode; nil: the embedded store
 	ready         *enforce.Readiness
 	enforcer      *enforce.Enforcer
 	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
@@ -160,7 +161,11 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.store = near.Store(instrument.Store(fb, m, "redis"))
+	s.leases = newLeases(fb)
+	if err := s.leases.set(s.cfg.Rules); err != nil {
+		return err
+	}
+	s.store = near.Store(instrument.Store(s.leases, m, "redis"))
 	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
 	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
 }

@@ -113,6 +113,9 @@ func (s *stack) apply(snap api.Snapshot) {
 	if err == nil {
 		err = s.enforcer.SetPolicy(p)
 	}
+	if err == nil && s.leases != nil {
+		err = s.leases.set(snap.Config.Rules)
+	}
 	if err != nil {
 		s.log.Error("config not applied; the last good one stays", "version", snap.Version, "err", err)
 		return

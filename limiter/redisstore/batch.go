@@ -52,20 +52,6 @@ func (s Settings) withDefaults() (Settings, error) {
 	return s, nil
 }
 
-// job is one decision waiting for its pipeline. The flusher sets res and
-// err, then closes done; the caller reads them only after done is closed,
-// and may stop waiting earlier (its context ended), leaving the job to the
-// flusher.
-type job struct {
-	ctx  context.Context
-	keys []string
-	args [7]any
-	alg  int
-	res  any
-	err  error
-	done chan struct{}
-}
-
 // enqueue adds j to the queue and starts a flusher when fewer than
 // Pipelines run. Lock rule: r.mu guards queue and flushers, nothing else.
 func (r *Store) enqueue(j *job) error {
@@ -88,6 +74,8 @@ func (r *Store) enqueue(j *job) error {
 
 // flush sends batches until the queue is empty, then exits.
 func (r *Store) flush() {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	for {
 		if r.set.Linger > 0 {
 			r.mu.Lock()
@@ -104,40 +92,40 @@ func (r *Store) flush() {
 			r.mu.Unlock()
 			return
 		}
-		batch := make([]*job, n)
-		copy(batch, r.queue)
+		sc.batch = append(sc.batch[:0], r.queue[:n]...)
 		k := copy(r.queue, r.queue[n:])
 		clear(r.queue[k:])
 		r.queue = r.queue[:k]
 		r.mu.Unlock()
-		r.send(batch)
+		r.send(sc)
 	}
 }
 
-// send runs the live jobs of batch in one pipeline and completes every job.
-func (r *Store) send(batch []*job) {
-	live := batch[:0]
-	for _, j := range batch {
+// send runs the live jobs of sc.batch in one pipeline and finishes every
+// job.
+func (r *Store) send(sc *scratch) {
+	live := sc.batch[:0]
+	for _, j := range sc.batch {
 		if err := j.ctx.Err(); err != nil { // its caller is gone already
 			j.err = err
-			close(j.done)
+			j.finish()
 			continue
 		}
 		live = append(live, j)
 	}
-	if len(live) == 0 {
-		return
+	if len(live) > 0 {
+		ctx, cancel := batchContext(live)
+		if r.multi {
+			r.sendScripts(ctx, live, sc)
+		} else {
+			r.sendPipelined(ctx, live)
+		}
+		cancel()
+		for _, j := range live {
+			j.finish()
+		}
 	}
-	ctx, cancel := batchContext(live)
-	defer cancel()
-	if r.multi {
-		r.sendScripts(ctx, live)
-	} else {
-		r.sendPipelined(ctx, live)
-	}
-	for _, j := range live {
-		close(j.done)
-	}
+	clear(sc.batch) // finished jobs belong to their callers or the pool
 }
 
 // batchContext bounds a pipeline by the latest deadline of its jobs, or by
@@ -154,14 +142,4 @@ func batchContext(jobs []*job) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(context.Background(), last)
-}
-
-// wait returns j's reply, or ctx's error as soon as ctx ends.
-func wait(ctx context.Context, j *job) (any, error) {
-	select {
-	case <-j.done:
-		return j.res, j.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +221,38 @@ func TestBatchClusterNoScript(t *testing.T) {
 			t.Fatalf("decision %d: %+v, %v: want remaining %d", i, d, err, want)
 		}
 	}
+}
+
+// TestBatchPooledJobsUnderDeadlines: with callers giving up at random
+// (deadlines of 0 to 2 ms), a pooled job is never reused while its batch
+// still writes to it: every answer a caller gets is its own key's (each
+// goroutine's bucket holds a range of Remaining no other can reach).
+func TestBatchPooledJobsUnderDeadlines(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s := New(r.Client(), limiter.WithPrefix("pool:"))
+	var wg sync.WaitGroup
+	var answered, gaveUp atomic.Int64
+	for g := range 16 {
+		wg.Go(func() {
+			burst := int64(10_000 * (g + 1))
+			rule := limiter.Rule{Name: "p", Limit: burst, Period: time.Hour, Burst: burst}
+			for i := range 200 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
+				d, err := s.Decide(ctx, limiter.Request{Key: "g" + strconv.Itoa(g), Rule: rule})
+				cancel()
+				switch {
+				case err != nil && !errors.Is(err, context.DeadlineExceeded):
+					t.Errorf("goroutine %d: %v", g, err)
+				case err != nil:
+					gaveUp.Add(1)
+				case d.Remaining <= burst-10_000 || d.Remaining >= burst:
+					t.Errorf("goroutine %d (burst %d): remaining %d is another key's", g, burst, d.Remaining)
+				default:
+					answered.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d answered, %d gave up", answered.Load(), gaveUp.Load())
 }

@@ -95,3 +95,17 @@ func BenchmarkRedisDecide64(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
 }
+
+// BenchmarkRedisDecideSerial: one caller, so every batch holds one
+// decision and pays a whole pipeline's allocations (go-redis's included).
+func BenchmarkRedisDecideSerial(b *testing.B) {
+	r := testenv.StartRedis(b)
+	s := redisstore.New(r.Client())
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Decide(ctx, limiter.Request{Key: benchKeys[i&1023], Rule: benchRule}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

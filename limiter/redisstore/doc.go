@@ -11,15 +11,20 @@
 // decision may still be made if its batch already left.
 //
 // Scripts read time from Redis TIME, never from the application server.
-// Every algorithm but the sliding log keeps its state as doubles packed in
-// one string (struct.pack: 24 bytes, 40 for the sliding window counter),
-// read with GET and written with its TTL in one SET … PX; a hash written by
-// older versions is read once and replaced.
-// Every key gets a TTL equal to its time to refill, plus one second. Keys
-// look like "<prefix><alg>:{<hash of key>}:<key>": the hash tag, made by the
-// store and never by the client, keeps one decision on one cluster slot,
-// and the algorithm code keeps a rule that changes algorithm from reading
-// another algorithm's state. The prefix must not contain { or }. The scripts mirror the core's
-// Go algorithms operation by operation; the conformance suite in this
-// package holds the two stores to the same answers.
+// Every algorithm but the sliding log keeps a client key's state as one
+// field of a hash, its bucket, shared by the keys of one cluster slot
+// ("<prefix><alg>{<slot tag>}", see Bucket): doubles packed with their
+// expiry (struct.pack, 28 bytes, 44 for the sliding window counter), about
+// 65 bytes of Redis memory per live key where a key of its own cost 165.
+// Each field expires (is swept) after its time to refill plus one second,
+// and the bucket's TTL covers its latest field. State that older versions
+// kept at Key (a string, or a hash before that) is read once and deleted;
+// that key is in the bucket's slot. The sliding log keeps its sorted sets at
+// "<prefix><alg>:{<hash of key>}:<key>" with a TTL equal to its time to
+// refill plus one second. The hash tags, made by the store and never by the
+// client, keep one decision on one cluster slot, and the algorithm code keeps
+// a rule that changes algorithm from reading another algorithm's state. The
+// prefix must not contain { or }. The scripts mirror the core's Go
+// algorithms operation by operation; the conformance suite in this package
+// holds the two stores to the same answers.
 package redisstore

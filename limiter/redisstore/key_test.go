@@ -40,6 +40,10 @@ func checkKeys(t *testing.T, s *Store, key string) {
 		if !strings.HasPrefix(k, s.prefix) {
 			t.Fatalf("Key(%v, %q) = %q: no prefix", alg, key, k)
 		}
+		if b := s.Bucket(alg, key); !strings.HasPrefix(b, s.prefix) ||
+			crc16([]byte(hashTag(b)))&(numSlots-1) != crc16([]byte(tag))&(numSlots-1) {
+			t.Fatalf("Bucket(%v, %q) = %q: not in the slot of %q", alg, key, b, k)
+		}
 	}
 }
 
@@ -85,5 +89,21 @@ func TestPrefixWithBracesRefused(t *testing.T) {
 	}
 	if err := CheckPrefix("throttled:"); err != nil {
 		t.Errorf("CheckPrefix(throttled:) = %v", err)
+	}
+}
+
+// TestSlotTags: CRC-16 is Redis Cluster's, and each slot has a short tag of
+// its own, which a key could not take for a hash tag of another slot.
+func TestSlotTags(t *testing.T) {
+	if got := crc16([]byte("123456789")); got != 0x31c3 { // CRC-16/XMODEM's check value
+		t.Fatalf("crc16(123456789) = %#x, want 0x31c3", got)
+	}
+	if got := crc16([]byte("foo")) & (numSlots - 1); got != 12182 { // CLUSTER KEYSLOT foo
+		t.Fatalf("slot of foo = %d, want 12182", got)
+	}
+	for s, tag := range slotTags {
+		if tag == "" || len(tag) > 3 || strings.ContainsAny(tag, "{}") || int(crc16([]byte(tag))&(numSlots-1)) != s {
+			t.Fatalf("slot %d: tag %q", s, tag)
+		}
 	}
 }

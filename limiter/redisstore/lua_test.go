@@ -9,12 +9,14 @@ import (
 
 // Every script is a complete file (so it runs with redis-benchmark as it
 // is) and they share one prelude, which reads ARGV, one TTL rule (time to
-// refill in ms, rounded up, plus one second) and one reply: an edit to one
-// must be made to all.
+// refill in ms, rounded up, plus one second) and one reply, and all but
+// the sliding log one way to store a bucket's field: an edit to one must
+// be made to all.
 func TestScriptsSharePreludeAndFinish(t *testing.T) {
 	const preludeEnd, finishStart = "local eps = 1e-9\n", "return {"
-	const ttl = "math.ceil(math.min(ttl, maxus) / 1000) + 1000)"
-	var prelude, finish string
+	const ttl = "math.ceil(math.min(ttl, maxus) / 1000) + 1000"
+	const storeStart = "-- Store (the same in every script)"
+	var prelude, finish, store string
 	for _, a := range limiter.Algorithms() {
 		src := ScriptSource(a)
 		i, j := strings.Index(src, "local now\n"), strings.Index(src, preludeEnd)
@@ -23,6 +25,17 @@ func TestScriptsSharePreludeAndFinish(t *testing.T) {
 			t.Fatalf("%v: script lacks the prelude, the TTL rule or the reply", a)
 		}
 		p, f := src[i:j+len(preludeEnd)], src[k:]
+		if a != limiter.SlidingWindowLog {
+			st := strings.Index(src, storeStart)
+			if st < 0 || st > k {
+				t.Fatalf("%v: script lacks the store", a)
+			}
+			if store == "" {
+				store = src[st:k]
+			} else if src[st:k] != store {
+				t.Errorf("%v: store differs from token_bucket's:\n%s", a, src[st:k])
+			}
+		}
 		if prelude == "" {
 			prelude, finish = p, f
 			continue

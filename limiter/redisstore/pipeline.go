@@ -3,7 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"regexp"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/limiter"
@@ -17,8 +19,14 @@ import (
 // Redis, where a script may touch keys of any slot; on a cluster every
 // decision is its own EVALSHA, pipelined per node.
 //
-//	KEYS = keys of decision 1, keys of decision 2, …  (1 or 2 per decision)
-//	ARGV = the 7 arguments of decision 1, of decision 2, …
+//	KEYS = the 2 keys of decision 1, of decision 2, …
+//	ARGV = the 8 arguments of decision 1, of decision 2, …
+//
+// It replies {replies, errors…}: replies packs the 4 numbers of every
+// decision's reply as little-endian doubles (exact: all are integers below
+// 2^53), 32 bytes each, so that reading a batch allocates one string, not
+// an array per decision; a decision that failed has reason -1 there, and
+// its error follows, in order.
 const batchHead = `local tnow
 local function btime()
   if tnow == nil then tnow = redis.call('TIME') end
@@ -29,90 +37,107 @@ local decide = function(b, kb)
 
 const batchTail = `
 end
-local nk, out = %d, {}
-for i = 1, #ARGV / 7 do
-  local ok, r = pcall(decide, (i - 1) * 7, (i - 1) * nk)
-  if ok then out[i] = r
-  elseif type(r) == 'table' and r.err then out[i] = r
-  else out[i] = {err = 'ERR ' .. tostring(r)} end
+local out, res = {}, {''}
+for i = 1, #ARGV / 8 do
+  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * 2)
+  if ok then out[i] = struct.pack('<dddd', r[1], r[2], r[3], r[4])
+  else
+    out[i] = struct.pack('<dddd', -1, 0, 0, 0)
+    if type(r) == 'table' and r.err then res[#res + 1] = r
+    else res[#res + 1] = {err = 'ERR ' .. tostring(r)} end
+  end
 end
-return out
+res[1] = table.concat(out)
+return res
 `
 
 var (
-	argRE  = regexp.MustCompile(`\bARGV\[([1-7])\]`)
+	argRE  = regexp.MustCompile(`\bARGV\[([1-8])\]`)
 	keyRE  = regexp.MustCompile(`\bKEYS\[([12])\]`)
 	timeRE = regexp.MustCompile(`redis\.call\('TIME'\)`)
 )
 
 // batchSource is the batch script of an algorithm's script src.
-func batchSource(src string, keysPer int) string {
+func batchSource(src string) string {
 	body := argRE.ReplaceAllString(src, "ARGV[b + $1]")
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
-	return batchHead + body + fmt.Sprintf(batchTail, keysPer)
+	return batchHead + body + batchTail
 }
 
-// batchSources and batchScripts are indexed by Algorithm, made once.
+// batchSources and batchScripts are indexed by Algorithm, made once, and
+// batchArgs hold their hashes and sources as command arguments.
 var batchSources, batchScripts = func() (src [limiter.NumAlgorithms]string, s [limiter.NumAlgorithms]*redis.Script) {
 	for _, a := range limiter.Algorithms() {
-		src[a] = batchSource(sources[a], keysPer(a))
+		src[a] = batchSource(sources[a])
 		s[a] = redis.NewScript(src[a])
 	}
 	return src, s
 }()
 
-// keysPer is how many keys one decision of a touches.
-func keysPer(a limiter.Algorithm) int {
-	if a == limiter.SlidingWindowLog {
-		return 2
+var batchShas, batchSrcs = func() (h, src [limiter.NumAlgorithms]any) {
+	for i, s := range batchScripts {
+		h[i], src[i] = s.Hash(), batchSources[i]
 	}
-	return 1
+	return h, src
+}()
+
+// scratch is what one pipeline needs, pooled: batches allocate once.
+type scratch struct {
+	batch  []*job
+	groups [limiter.NumAlgorithms]group
 }
 
-// group is the decisions of one algorithm in a batch: one batch script.
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// group is the decisions of one algorithm in a batch: one batch script,
+// whose command arguments are args ("evalsha", hash, numkeys, keys…, argv…).
 type group struct {
-	jobs []*job
-	keys []string
-	args []any
-	cmd  *redis.Cmd
+	jobs  []*job
+	args  []any
+	nkeys int
+	cmd   *redis.Cmd
 }
 
 // sendScripts sends one batch script per algorithm in the batch, all in
 // one pipeline (single Redis only), then EVAL for those that met NOSCRIPT.
-func (r *Store) sendScripts(ctx context.Context, jobs []*job) {
-	var groups [limiter.NumAlgorithms]*group
+func (r *Store) sendScripts(ctx context.Context, jobs []*job, sc *scratch) {
 	for _, j := range jobs {
-		g := groups[j.alg]
-		if g == nil {
-			g = &group{}
-			groups[j.alg] = g
-		}
+		g := &sc.groups[j.alg]
 		g.jobs = append(g.jobs, j)
-		g.keys = append(g.keys, j.keys...)
-		g.args = append(g.args, j.args[:]...)
 	}
 	pipe, again := r.c.Pipeline(), redis.Pipeliner(nil)
-	for a, g := range groups {
-		if g != nil {
-			g.cmd = pipe.EvalSha(ctx, batchScripts[a].Hash(), g.keys, g.args...)
+	for a := range sc.groups {
+		if g := &sc.groups[a]; len(g.jobs) > 0 {
+			g.args = append(g.args[:0], "evalsha", batchShas[a], &g.nkeys)
+			for _, j := range g.jobs {
+				g.args = j.appendKeys(g.args)
+			}
+			g.nkeys = len(g.args) - 3
+			for _, j := range g.jobs {
+				g.args = j.appendArgs(g.args)
+			}
+			g.cmd = pipe.Do(ctx, g.args...)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command
-	for a, g := range groups {
-		if g != nil && isNoScript(g.cmd.Err()) {
+	for a := range sc.groups {
+		if g := &sc.groups[a]; len(g.jobs) > 0 && isNoScript(g.cmd.Err()) {
 			if again == nil {
 				again = r.c.Pipeline()
 			}
-			g.cmd = again.Eval(ctx, batchSources[a], g.keys, g.args...)
+			g.cmd = again.Do(ctx, append([]any{"eval", batchSrcs[a]}, g.args[2:]...)...)
 		}
 	}
 	if again != nil {
 		_, _ = again.Exec(ctx)
 	}
-	for _, g := range groups {
-		if g != nil {
+	for a := range sc.groups {
+		if g := &sc.groups[a]; len(g.jobs) > 0 {
 			g.spread()
+			clear(g.args)
+			clear(g.jobs)
+			g.jobs, g.args, g.cmd = g.jobs[:0], g.args[:0], nil
 		}
 	}
 }
@@ -120,8 +145,12 @@ func (r *Store) sendScripts(ctx context.Context, jobs []*job) {
 // spread gives each job of g its own reply from the batch reply.
 func (g *group) spread() {
 	res, err := g.cmd.Result()
-	arr, ok := res.([]any)
-	if err == nil && (!ok || len(arr) != len(g.jobs)) {
+	arr, _ := res.([]any)
+	var packed string
+	if err == nil && len(arr) > 0 {
+		packed, _ = arr[0].(string)
+	}
+	if err == nil && len(packed) != 32*len(g.jobs) {
 		err = fmt.Errorf("%w: batch of %d decisions got %T %v", ErrBadReply, len(g.jobs), res, res)
 	}
 	for i, j := range g.jobs {
@@ -129,12 +158,27 @@ func (g *group) spread() {
 			j.err = err
 			continue
 		}
-		if e, ok := arr[i].(error); ok {
-			j.err = e
-			continue
+		for k := range j.rep {
+			j.rep[k] = int64(math.Float64frombits(le64(packed[32*i+8*k:])))
 		}
-		j.res = arr[i]
+		if j.rep[0] == -1 { // its error is the next one
+			if len(arr) < 2 {
+				j.err = fmt.Errorf("%w: a failed decision without its error", ErrBadReply)
+				continue
+			}
+			if j.err, _ = arr[1].(error); j.err == nil {
+				j.err = fmt.Errorf("%w: %T %v in place of an error", ErrBadReply, arr[1], arr[1])
+			}
+			arr = arr[1:]
+		}
 	}
+}
+
+// le64 reads a little-endian uint64 from the first 8 bytes of s.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
@@ -146,7 +190,7 @@ func (r *Store) sendPipelined(ctx context.Context, jobs []*job) {
 	cmds := make([]*redis.Cmd, len(jobs))
 	pipe := r.c.Pipeline()
 	for i, j := range jobs {
-		cmds[i] = pipe.EvalSha(ctx, scripts[j.alg].Hash(), j.keys, j.args[:]...)
+		cmds[i] = pipe.EvalSha(ctx, scripts[j.alg].Hash(), j.keyStrings(), j.appendArgs(nil)...)
 	}
 	_, _ = pipe.Exec(ctx)
 	var again redis.Pipeliner
@@ -155,13 +199,17 @@ func (r *Store) sendPipelined(ctx context.Context, jobs []*job) {
 			if again == nil {
 				again = r.c.Pipeline()
 			}
-			cmds[i] = again.Eval(ctx, sources[j.alg], j.keys, j.args[:]...)
+			cmds[i] = again.Eval(ctx, sources[j.alg], j.keyStrings(), j.appendArgs(nil)...)
 		}
 	}
 	if again != nil {
 		_, _ = again.Exec(ctx)
 	}
 	for i, j := range jobs {
-		j.res, j.err = cmds[i].Result()
+		res, err := cmds[i].Result()
+		if err == nil {
+			j.rep, err = replyInts(res)
+		}
+		j.err = err
 	}
 }

@@ -251,32 +251,6 @@ func TestScriptFlush(t *testing.T) {
 	}
 }
 
-// TestRedisKeys: keys carry the prefix and a hash tag of the store's, and every key has a
-// TTL no longer than its time to refill plus one second.
-func TestRedisKeys(t *testing.T) {
-	r := testenv.StartRedis(t)
-	c := r.Client()
-	s := redisstore.New(c, limiter.WithPrefix("app:"))
-	for _, alg := range limiter.Algorithms() {
-		rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: 2 * time.Second, Burst: 10}
-		if _, err := s.Decide(context.Background(), limiter.Request{Key: "user:1", Rule: rule, Cost: 3}); err != nil {
-			t.Fatal(err)
-		}
-		key := s.Key(alg, "user:1")
-		if !strings.HasPrefix(key, "app:"+alg.Code()+":{") || !strings.HasSuffix(key, "}:user:1") || len(hashTag(key)) != 16 {
-			t.Fatalf("%v: key %q: want app:%s:{<16 hex>}:user:1", alg, key, alg.Code())
-		}
-		ttl, err := c.PTTL(context.Background(), key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Refill from 3 spent at 5/s is 600 ms; windows last at most 2 periods.
-		if ttl <= 0 || ttl > 2*rule.Period+time.Second {
-			t.Fatalf("%v: TTL %v, want in (0, %v]", alg, ttl, 2*rule.Period+time.Second)
-		}
-	}
-}
-
 // hashTag is the part of key that Redis Cluster hashes: the text between the
 // first '{' and the next '}', when not empty.
 func hashTag(key string) string {

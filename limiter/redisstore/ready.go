@@ -13,8 +13,8 @@ import (
 var ErrNotReady = errors.New("redisstore: not ready")
 
 // readyKey is the key of the readiness decision; with the default prefix
-// its state lives in "throttled:tb:{<hash>}:__ready__". The huge limit means it is
-// never refused by its own counting.
+// its state is the field __ready__ of "throttled:tb{<tag>}". The huge limit
+// means it is never refused by its own counting.
 const readyKey = "__ready__"
 
 var readyRule = limiter.Rule{Name: "ready", Limit: 1e12, Period: time.Second}
@@ -30,7 +30,7 @@ func (r *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	if !d.Allowed {
-		return fmt.Errorf("%w: probe decision on %q was %s", ErrNotReady, r.Key(limiter.TokenBucket, readyKey), d.Reason)
+		return fmt.Errorf("%w: probe decision on %q was %s", ErrNotReady, readyKey, d.Reason)
 	}
 	return nil
 }

@@ -54,9 +54,8 @@ func TestReadyRedis(t *testing.T) {
 		}
 	}
 	// It made a real decision: the reserved key holds token bucket state.
-	key := s.Key(limiter.TokenBucket, "__ready__")
-	if n := c.Exists(ctx, key).Val(); n != 1 {
-		t.Errorf("key %s does not exist after Ready: no decision was made", key)
+	if b := s.Bucket(limiter.TokenBucket, "__ready__"); !c.HExists(ctx, b, "__ready__").Val() {
+		t.Errorf("no field __ready__ in %s after Ready: no decision was made", b)
 	}
 
 	// Scripts refused while PING works: not ready.

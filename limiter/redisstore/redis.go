@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,25 +63,21 @@ func CheckPrefix(p string) error {
 	return nil
 }
 
-// Key is the Redis key that holds the state of key under algorithm alg:
-// "<prefix><alg>:{<tag>}:<key>", where tag is a 64-bit FNV-1a hash of key
-// in hex. The store, not the key, chooses the hash tag, so a key holding
-// braces cannot pick its cluster slot. SlidingWindowLog keeps the units
-// admitted in a second key, Key + ":a", in the same slot.
+// Key is "<prefix><alg>:{<tag>}:<key>", where tag is a 64-bit FNV-1a hash
+// of key in hex: the Redis key of SlidingWindowLog's state (a sorted set;
+// the units admitted are in Key + ":a", in the same slot), and the key
+// where older versions kept the state of every algorithm (see Bucket). The
+// store, not the key, chooses the hash tag, so a key holding braces cannot
+// pick its cluster slot.
 func (r *Store) Key(alg limiter.Algorithm, key string) string {
-	h := uint64(14695981039346656037) // FNV-1a, 64 bits
-	for i := 0; i < len(key); i++ {
-		h ^= uint64(key[i])
-		h *= 1099511628211
-	}
-	code := alg.Code()
-	b := make([]byte, 0, len(r.prefix)+len(code)+21+len(key))
-	b = append(append(append(b, r.prefix...), code...), ":{"...)
-	for s := 60; s >= 0; s -= 4 {
-		b = append(b, "0123456789abcdef"[h>>s&0xf])
-	}
-	b = append(append(b, "}:"...), key...)
-	return string(b)
+	return string(r.appendKey(make([]byte, 0, len(r.prefix)+23+len(key)), alg, key))
+}
+
+// appendKey appends Key(alg, key) to b.
+func (r *Store) appendKey(b []byte, alg limiter.Algorithm, key string) []byte {
+	h := fnvHex(key)
+	b = append(append(append(b, r.prefix...), alg.Code()...), ":{"...)
+	return append(append(append(b, h[:]...), "}:"...), key...)
 }
 
 // Decide runs the rule's script for the request's key.
@@ -93,39 +88,33 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if err := req.Normalize(); err != nil {
 		return limiter.Decision{}, err
 	}
-	now := ""
-	if r.now != nil {
-		now = strconv.FormatInt(r.now().UnixMicro(), 10)
-	}
-	alg := req.Rule.Algorithm
-	keys := []string{r.Key(alg, req.Key)}
-	if alg == limiter.SlidingWindowLog { // the units admitted, in the same slot
-		keys = append(keys, keys[0]+":a")
-	}
 	if req.Peek {
-		if d, ok, err := r.peekAbsent(ctx, req, keys[0]); ok || err != nil {
+		if d, ok, err := r.peekAbsent(ctx, req); ok || err != nil {
 			return d, err
 		}
 	}
-	j := &job{ctx: ctx, keys: keys, alg: int(alg), args: [7]any{now, req.Rule.Limit, periodArg(&req.Rule),
-		req.Rule.Capacity(), req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]}}
-	res, err := r.run(ctx, j)
+	rep, err := r.run(ctx, r.newJob(ctx, &req))
 	if err != nil {
-		return limiter.Decision{}, fmt.Errorf("redisstore: %s: %w", alg, err)
+		return limiter.Decision{}, fmt.Errorf("redisstore: %s: %w", req.Rule.Algorithm, err)
 	}
-	return decodeReply(&req, res)
+	return decision(&req, rep)
 }
 
-// run sends j alone (MaxBatch 1) or through the queue.
-func (r *Store) run(ctx context.Context, j *job) (any, error) {
+// run sends j alone (MaxBatch 1) or through the queue, and releases it.
+func (r *Store) run(ctx context.Context, j *job) ([4]int64, error) {
 	if r.set.MaxBatch == 1 {
-		return scripts[j.alg].Run(ctx, r.c, j.keys, j.args[:]...).Result()
+		defer j.release()
+		res, err := scripts[j.alg].Run(ctx, r.c, j.keyStrings(), j.appendArgs(nil)...).Result()
+		if err != nil {
+			return [4]int64{}, err
+		}
+		return replyInts(res)
 	}
-	j.done = make(chan struct{})
 	if err := r.enqueue(j); err != nil {
-		return nil, err
+		j.release()
+		return [4]int64{}, err
 	}
-	return wait(ctx, j)
+	return j.await(ctx)
 }
 
 // HonoursDeadlines reports an error when the go-redis client ignores
@@ -164,23 +153,4 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// decodeReply checks and reads a script reply {reason, remaining, reset_us,
-// retry_us}. It is the one place that reads replies.
-func decodeReply(req *limiter.Request, res any) (limiter.Decision, error) {
-	arr, ok := res.([]any)
-	if !ok || len(arr) != 4 {
-		return limiter.Decision{}, fmt.Errorf("%w: want an array of 4 integers, got %T %v", ErrBadReply, res, res)
-	}
-	var n [4]int64
-	for i, x := range arr {
-		if n[i], ok = x.(int64); !ok {
-			return limiter.Decision{}, fmt.Errorf("%w: element %d is %T, want integer", ErrBadReply, i, x)
-		}
-	}
-	if n[0] < 0 || n[0] >= int64(limiter.NumReasons) || n[1] < 0 || n[2] < 0 || n[3] < 0 {
-		return limiter.Decision{}, fmt.Errorf("%w: values out of range: %v", ErrBadReply, n)
-	}
-	return limiter.DecisionOf(req, limiter.Reason(n[0]), float64(n[1]), float64(n[2]), float64(n[3])), nil
 }

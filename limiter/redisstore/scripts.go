@@ -9,10 +9,12 @@ import (
 
 // The scripts live in lua/, one complete file per algorithm, so that they
 // can be read, linted and run with redis-benchmark as they are. Each decides
-// for KEYS[1] with
+// for one client key with
 //
+//	KEYS = Bucket, Key (the sliding log: Key, Key + ":a")
 //	ARGV = now_us ("" = read Redis TIME), limit, period_us (-1: the calendar month), capacity, cost,
-//	       multiplier, refund ("1": give cost back, as after a refusal by a later rule)
+//	       multiplier, refund ("1": give cost back, as after a refusal by a later rule),
+//	       the client key (the bucket's field)
 //
 // and replies {reason, remaining, reset_us, retry_us} (all integers). They
 // mirror the core's algorithms operation by operation. Numbers passed to

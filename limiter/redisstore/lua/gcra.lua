@@ -1,6 +1,7 @@
--- throttled: gcra decision for KEYS[1].
+-- throttled: gcra decision for the client key ARGV[8].
+-- KEYS: the bucket (a hash, field ARGV[8]), the key where older versions kept the state.
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
---       multiplier, refund ("1" = give cost back).
+--       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
 -- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps"),
 -- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
@@ -22,14 +23,20 @@ local tol = t * burst
 local tola = ta * math.max(burst * m, cost)
 -- q, a: theoretical arrival times relative to ts, the last update (see gcra in
 -- algorithms.go: absolute µs in a double are too coarse at high rates).
--- State: one string, struct.pack('<ddd', bq, ba, ts); a hash {q, a, ts}
--- written by older versions is read once and replaced.
-local v, bq, ba, ts = redis.pcall('GET', KEYS[1])
-if type(v) == 'string' and #v == 24 then bq, ba, ts = struct.unpack('<ddd', v)
-elseif type(v) == 'table' then
-  v = redis.call('HMGET', KEYS[1], 'q', 'a', 'ts')
-  bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-  redis.call('DEL', KEYS[1])
+-- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', bq, ba, ts, exp).
+-- The state an older version left at KEYS[2] (one string, struct.pack('<ddd', …),
+-- or a hash) is read once and deleted.
+local v, bq, ba, ts = redis.call('HGET', KEYS[1], ARGV[8])
+local old = 0
+if v then bq, ba, ts, old = struct.unpack('<dddI4', v)
+else
+  v = redis.pcall('GET', KEYS[2])
+  if type(v) == 'string' and #v == 24 then bq, ba, ts = struct.unpack('<ddd', v)
+  elseif type(v) == 'table' then
+    v = redis.call('HMGET', KEYS[2], 'q', 'a', 'ts')
+    bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
+  end
+  if v then redis.call('DEL', KEYS[2]) end
 end
 if bq == nil or ba == nil then bq, ba, ts = 0, 0, now
 elseif ts == nil then bq, ba, ts = math.max(0, bq - now), math.max(0, ba - now), now end -- absolute, as older versions wrote
@@ -44,5 +51,28 @@ elseif na - tola > eps * ta then bq = nq; reason, retry = 2, math.max(na - tola,
 else bq, ba = nq, na end
 local remaining = math.max(0, math.floor(math.min((tol - bq) / t, (tola - ba) / ta) + eps))
 local reset, ttl = bq, math.max(bq, ba)
-redis.call('SET', KEYS[1], struct.pack('<ddd', bq, ba, math.max(ts, now)), 'PX', math.ceil(math.min(ttl, maxus) / 1000) + 1000)
+local ms = math.ceil(math.min(ttl, maxus) / 1000) + 1000
+local exp = math.min(math.ceil((now / 1000 + ms) / 1000), 4294967295)
+local st = struct.pack('<dddI4', bq, ba, math.max(ts, now), exp)
+-- Store (the same in every script): the field, with its expiry in whole
+-- seconds; the bucket's TTL covers its latest field; every 8th new field
+-- sweeps the bucket's expired fields (a sample of them in a big bucket).
+local pttl = math.ceil(exp * 1000 - now / 1000)
+if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
+  local n = redis.call('HLEN', KEYS[1])
+  if n == 1 then redis.call('PEXPIRE', KEYS[1], pttl)
+  else
+    redis.call('PEXPIRE', KEYS[1], pttl, 'GT')
+    if n % 8 == 0 then
+      local all
+      if n > 128 then all = redis.call('HRANDFIELD', KEYS[1], 16, 'WITHVALUES')
+      else all = redis.call('HGETALL', KEYS[1]) end
+      local dead = {}
+      for i = 2, #all, 2 do
+        if struct.unpack('<I4', all[i], #all[i] - 3) * 1000000 < now then dead[#dead + 1] = all[i - 1] end
+      end
+      if #dead > 0 then redis.call('HDEL', KEYS[1], unpack(dead)) end
+    end
+  end
+elseif exp > old then redis.call('PEXPIRE', KEYS[1], pttl, 'GT') end
 return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}

@@ -1,6 +1,6 @@
 -- throttled: sliding_window_log decision for KEYS[1] (units sent) and KEYS[2] (units admitted).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
---       multiplier, refund ("1" = give cost back).
+--       multiplier, refund ("1" = give cost back), client key (unused here).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
 -- It mirrors limiter/windows.go operation by operation. The prelude (up to "local eps")
 -- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.

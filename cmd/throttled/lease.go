@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/tokenlease"
+)
+
+// leases is the store of the rules in lease mode (a rule's `lease:`): their
+// decisions go to a tokenlease.Store over shared (one per distinct lease
+// setting), every other decision to shared itself. It follows the rules in
+// force: set runs at start and on every admin change.
+type leases struct {
+	shared limiter.Store
+	mu     sync.Mutex                      // serializes set; guards stores
+	stores map[api.Lease]*tokenlease.Store // kept across changes, so leases survive them
+	cur    atomic.Pointer[leaseRoutes]     // read by every decision
+}
+
+type leaseRoutes struct{ limiter.Store }
+
+func newLeases(shared limiter.Store) *leases {
+	l := &leases{shared: shared}
+	l.cur.Store(&leaseRoutes{shared})
+	return l
+}
+
+// Decide routes req by its rule's name.
+func (l *leases) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	return l.cur.Load().Decide(ctx, req)
+}
+
+// set puts the lease settings of rules in force. A setting in use before
+// keeps its store and the tokens it holds.
+func (l *leases) set(rules []api.Rule) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names := map[api.Lease][]string{}
+	for _, r := range rules {
+		if r.Lease != nil {
+			names[*r.Lease] = append(names[*r.Lease], r.Name)
+		}
+	}
+	stores, routed := make(map[api.Lease]*tokenlease.Store, len(names)), l.shared
+	for set, ns := range names {
+		ts := l.stores[set]
+		if ts == nil {
+			var err error
+			if ts, err = tokenlease.New(l.shared, tokenlease.Settings{Size: set.Size, TTL: set.TTL.D()}); err != nil {
+				return err
+			}
+		}
+		stores[set] = ts
+		routed = enforce.LeaseRules(routed, ts, ns...)
+	}
+	l.stores = stores
+	l.cur.Store(&leaseRoutes{routed})
+	return nil
+}
