@@ -13,7 +13,7 @@
 //     process's own registry): windowed values from the change between two
 //     successive reads, as rate() and histogram_quantile() would; the
 //     admitted rates from a counter with a "tier" label
-//     ([DefaultAdmittedCounter], its decision="allowed" series), divided by
+//     ([DefaultAdmittedCounter], its decision="allowed" and "delayed" series), divided by
 //     the time between the two reads.
 //
 // # Validity

@@ -38,7 +38,7 @@ type InProcessSettings struct {
 	IsError func(code string) bool
 	// AdmittedCounter names a counter of admitted requests with a "tier"
 	// label; of its series with a "decision" label only those with
-	// decision="allowed" count. DefaultAdmittedCounter if empty.
+	// decision="allowed" or "delayed" count. DefaultAdmittedCounter if empty.
 	AdmittedCounter string
 	// SaturationGauge names a gauge whose largest series is the saturation
 	// (read as is, not windowed); empty means the signal is Disabled.

@@ -14,11 +14,12 @@ import (
 // series alike.
 const tierLabel = "tier"
 
-// decisionLabel and allowed select the admitted series of an in-process
+// decisionLabel, allowed and delayed select the admitted series of an in-process
 // counter; a series without decisionLabel counts whole.
 const (
 	decisionLabel = "decision"
 	allowed       = "allowed"
+	delayed       = "delayed" // a delay rule held the request, then admitted it
 )
 
 // errNoTier explains an Unsupported Rates: samples came, none named a tier.
@@ -138,7 +139,7 @@ func (ip *InProcess) admitted(mf *dto.MetricFamily, now time.Time) Rates {
 	}
 	cur := make(map[string]admittedSeries, len(mf.GetMetric()))
 	for _, m := range mf.GetMetric() {
-		if d := labelValue(m, decisionLabel); d == "" || d == allowed {
+		if d := labelValue(m, decisionLabel); d == "" || d == allowed || d == delayed {
 			cur[seriesKey(m)] = admittedSeries{v: m.GetCounter().GetValue(), tier: labelValue(m, tierLabel)}
 		}
 	}

@@ -64,6 +64,10 @@ func TestInProcessAdmittedWindows(t *testing.T) {
 		}, map[string]float64{"free": 20, "premium": 4}, OK, "allowed only, rules summed, per second"},
 		{5, func() {}, map[string]float64{"free": 0, "premium": 0}, OK, "no traffic: a valid 0"},
 		{9, func() { d.WithLabelValues("free", "per-key", "allowed").Add(8) }, map[string]float64{"free": 2, "premium": 0}, OK, "a longer window"},
+		{10, func() {
+			d.WithLabelValues("free", "per-key", "delayed").Add(3) // held by a delay rule, then admitted
+			d.WithLabelValues("free", "per-key", "shadow_over_quota").Add(50)
+		}, map[string]float64{"free": 3, "premium": 0}, OK, "delayed is admitted, shadow is not counted twice"},
 	} {
 		c.Set(at(st.at))
 		st.drive()

@@ -70,7 +70,7 @@ func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) 
 // before the surge).
 const overloadQueries = `  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_upstream_request_duration_seconds_bucket[10s])))
   error_ratio_query: (sum(rate(throttled_upstream_requests_total{code=~"5.."}[10s])) or vector(0)) / sum(rate(throttled_upstream_requests_total[10s]))
-  admitted_query: sum by (tier) (rate(throttled_decisions_total{decision="allowed"}[5s]))
+  admitted_query: sum by (tier) (rate(throttled_decisions_total{decision=~"allowed|delayed"}[5s]))
 `
 
 // overloadStack is the real serve stack, spec.Scenario.Instances of it,
