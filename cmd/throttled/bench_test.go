@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -64,5 +68,30 @@ func TestBenchHTTPJSON(t *testing.T) {
 	}
 	if got := strings.Join(modes, ","); got != "none,memory,redis,lease" {
 		t.Fatalf("modes %s", got)
+	}
+}
+
+// Every limiting mode of bench http decides each request: the response
+// carries the rule's rate-limit headers, and with Redis the store ran the
+// script. Before the fix the API keys were anonymous (unassigned), the
+// rule keyed by api_key skipped them, and the bench measured no limiting.
+func TestBenchHTTPHandlersDecide(t *testing.T) {
+	r := testenv.StartRedis(t)
+	rdb := r.Client()
+	for _, m := range []string{"memory", "redis", "lease"} {
+		h, err := benchHandler(m, rdb, redisstore.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/hello", nil)
+		req.Header.Set("X-API-Key", "k1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || w.Header().Get(enforce.HeaderLimit) == "" {
+			t.Errorf("%s: %d, headers %v: want 200 with the rule's rate-limit headers", m, w.Code, w.Header())
+		}
+	}
+	if n, err := rdb.DBSize(context.Background()).Result(); err != nil || n == 0 {
+		t.Errorf("redis holds %d keys (%v) after the redis and lease modes decided: want their buckets", n, err)
 	}
 }
