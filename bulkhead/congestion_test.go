@@ -82,20 +82,20 @@ func TestGateShortWaitsDoNotCongest(t *testing.T) {
 	p.Release()
 }
 
-// TestGateTopPriorityWaitsTopMaxWait: a caller at TopPriority or more
-// important waits TopMaxWait; a less important one is shed after MaxWait.
+// TestGateTopPriorityWaitsTopMaxWait: a priority-0 caller waits
+// TopMaxWait; a less important one is shed after MaxWait.
 func TestGateTopPriorityWaitsTopMaxWait(t *testing.T) {
-	g := mustGate(t, GateSettings{Limit: 1, MaxWait: time.Millisecond, TopMaxWait: time.Hour, TopPriority: 1}, nil)
+	g := mustGate(t, GateSettings{Limit: 1, MaxWait: time.Millisecond, TopMaxWait: time.Hour}, nil)
 	held := holdAll(t, g)
-	if _, err := g.Acquire(context.Background(), 2); !errors.Is(err, ErrShed) {
-		t.Fatalf("priority 2: err = %v, want ErrShed after MaxWait", err)
+	if _, err := g.Acquire(context.Background(), 1); !errors.Is(err, ErrShed) {
+		t.Fatalf("priority 1: err = %v, want ErrShed after MaxWait", err)
 	}
 	out := make(chan result, 1)
-	arrive(t, g, context.Background(), 1, 1, out)
+	arrive(t, g, context.Background(), 0, 0, out)
 	time.Sleep(10 * time.Millisecond) // ten times MaxWait: still queued
 	held[0].Release()
 	if r := <-out; r.err != nil {
-		t.Fatalf("priority 1 (TopPriority): err = %v, want a permit after waiting past MaxWait", r.err)
+		t.Fatalf("priority 0: err = %v, want a permit after waiting past MaxWait", r.err)
 	} else {
 		r.p.Release()
 	}

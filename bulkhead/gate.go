@@ -104,8 +104,7 @@ func (g *Gate) Stats() Stats {
 // important, larger values are shed first (a negative priority counts as 0).
 // Below the limit it admits at once. At the limit the caller queues, behind
 // every waiter at least as important and ahead of every less important one,
-// for at most MaxWait (TopMaxWait at priority TopPriority or more
-// important). A full queue sheds its least important, newest
+// for at most MaxWait (TopMaxWait at priority 0). A full queue sheds its least important, newest
 // waiter to make room for a more important newcomer, and refuses a
 // newcomer no more important than that waiter. A caller that waited at
 // least half of MaxWait, or was shed after MaxWait, marks its priority

@@ -84,7 +84,7 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 
 // maxWait is the longest a caller of priority prio may wait.
 func (g *Gate) maxWait(prio int) time.Duration {
-	if prio <= g.s.TopPriority {
+	if prio == 0 {
 		return g.s.TopMaxWait
 	}
 	return g.s.MaxWait

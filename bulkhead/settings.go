@@ -171,14 +171,11 @@ type GateSettings struct {
 	// absorb overload. Zero means DefaultGateMaxWait.
 	MaxWait time.Duration
 	// TopMaxWait bounds the wait of the most important callers (priority
-	// at most TopPriority) instead of MaxWait. They are refused only when
-	// nothing else is left to refuse, so when they alone fill the upstream
-	// a short wait sheds them at its capacity, where a longer one (still
-	// within the latency target) loses nothing. Zero means MaxWait.
+	// 0) instead of MaxWait. They are refused only when nothing else is
+	// left to refuse, so when they alone fill the upstream a short wait
+	// sheds them at its capacity, where a longer one (still within the
+	// latency target) loses nothing. Zero means MaxWait.
 	TopMaxWait time.Duration
-	// TopPriority is the least important priority that waits TopMaxWait
-	// (0: only priority 0).
-	TopPriority int
 	// Now is the clock that times how long permits are held (the latency
 	// samples of TakeWindow). Nil means time.Now.
 	Now func() time.Time
@@ -191,7 +188,7 @@ func (s GateSettings) normalize() (GateSettings, error) {
 	}{
 		{"Limit", int64(s.Limit)}, {"MinLimit", int64(s.MinLimit)},
 		{"MaxQueue", int64(s.MaxQueue)}, {"MaxWait", int64(s.MaxWait)},
-		{"TopMaxWait", int64(s.TopMaxWait)}, {"TopPriority", int64(s.TopPriority)},
+		{"TopMaxWait", int64(s.TopMaxWait)},
 	} {
 		if f.v < 0 {
 			return s, fmt.Errorf("bulkhead: GateSettings.%s must not be negative, got %d", f.name, f.v)

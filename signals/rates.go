@@ -14,13 +14,20 @@ import (
 // series alike.
 const tierLabel = "tier"
 
-// decisionLabel, allowed and delayed select the admitted series of an in-process
+// decisionLabel, allowed and delayed select the admitted series (see
+// IsAdmitted) of an in-process
 // counter; a series without decisionLabel counts whole.
 const (
 	decisionLabel = "decision"
 	allowed       = "allowed"
 	delayed       = "delayed" // a delay rule held the request, then admitted it
 )
+
+// IsAdmitted reports whether a decision label of the admitted counter
+// (DefaultAdmittedCounter's "decision") is a request the rule let through:
+// allowed, or delayed (held by a delay rule, then admitted). Every reader
+// of admitted requests uses it, so that they agree on what counts.
+func IsAdmitted(decision string) bool { return decision == allowed || decision == delayed }
 
 // errNoTier explains an Unsupported Rates: samples came, none named a tier.
 var errNoTier = errors.New(`no sample has a "tier" label`)
@@ -139,7 +146,7 @@ func (ip *InProcess) admitted(mf *dto.MetricFamily, now time.Time) Rates {
 	}
 	cur := make(map[string]admittedSeries, len(mf.GetMetric()))
 	for _, m := range mf.GetMetric() {
-		if d := labelValue(m, decisionLabel); d == "" || d == allowed || d == delayed {
+		if d := labelValue(m, decisionLabel); d == "" || IsAdmitted(d) {
 			cur[seriesKey(m)] = admittedSeries{v: m.GetCounter().GetValue(), tier: labelValue(m, tierLabel)}
 		}
 	}

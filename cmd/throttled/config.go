@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/throttledhq/throttled/api"
@@ -277,7 +279,7 @@ func configCmd(args []string, stdout io.Writer) error {
 	}
 	sub, ok := subs[args[0]]
 	if !ok {
-		return unknownCommand("config subcommand", args[0], sortedKeys(subs))
+		return unknownCommand("config subcommand", args[0], slices.Sorted(maps.Keys(subs)))
 	}
 	return sub(args[1:], stdout)
 }

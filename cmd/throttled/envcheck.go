@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,7 +69,7 @@ func applyEnv(c *Config, environ []string, flags map[string]string) (map[string]
 		}
 		f, ok := fields[k]
 		if !ok {
-			r = append(r, finding{origin: k, msg: "unknown variable" + didYouMean(k, sortedKeys(fields))})
+			r = append(r, finding{origin: k, msg: "unknown variable" + didYouMean(k, slices.Sorted(maps.Keys(fields)))})
 			continue
 		}
 		origins[f.path] = origin

@@ -129,7 +129,7 @@ func localReadings(g prometheus.Gatherer) (map[string]float64, error) {
 					decision = l.GetValue()
 				}
 			}
-			if tier != "" && (decision == "allowed" || decision == "delayed") { // delayed: held, then admitted
+			if tier != "" && signals.IsAdmitted(decision) {
 				counts[admittedPrefix+tier] += m.GetCounter().GetValue()
 			}
 		}

@@ -13,7 +13,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/redisstore"
@@ -41,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
-		return exitCode(unknownCommand("command", args[0], sortedKeys(commands())), stderr)
+		return exitCode(unknownCommand("command", args[0], slices.Sorted(maps.Keys(commands()))), stderr)
 	}
 	return exitCode(cmd(args[1:], stdout, stderr), stderr)
 }

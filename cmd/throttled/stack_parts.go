@@ -296,7 +296,7 @@ func (s *stack) buildInnerLoop(bm *bulkhead.Metrics) error {
 	}
 	if s.gate, err = bulkhead.NewGate("upstream", bulkhead.GateSettings{Limit: law.Settings().InitialLimit,
 		MinLimit: law.Settings().MinLimit, MaxQueue: cc.MaxQueue, MaxWait: cc.MaxWait.D(),
-		TopMaxWait: cc.TopMaxWait.D()}, bm); err != nil { // TopPriority 0: priority-0 tiers
+		TopMaxWait: cc.TopMaxWait.D()}, bm); err != nil { // priority-0 tiers wait TopMaxWait
 		return err
 	}
 	loop, err := controller.NewConcurrencyLoop("upstream", law, s.gate, s.reg, nil)

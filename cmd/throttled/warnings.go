@@ -2,7 +2,9 @@ package main
 
 import (
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/throttledhq/throttled/api"
@@ -27,7 +29,7 @@ func (c *Config) warnings(environ []string) []fieldErr {
 	if c.Upstream == "" {
 		out = append(out, fieldErr{"upstream", "not set: no proxy runs (admin API, controller and /metrics only)"})
 	}
-	for _, role := range sortedKeys(c.Admin.Tokens) {
+	for _, role := range slices.Sorted(maps.Keys(c.Admin.Tokens)) {
 		if msg := weakToken(c.Admin.Tokens[role]); msg != "" {
 			out = append(out, fieldErr{"admin.tokens." + role, msg})
 		}

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -143,7 +144,7 @@ func (s *shaper) object(path string, v any, t reflect.Type) (any, bool) {
 		names = append(names, name)
 	}
 	out := map[string]any{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		ft, known := fields[k]
 		if !known {
 			s.fail(joinPath(path, k), "unknown key"+didYouMean(k, names))
@@ -163,7 +164,7 @@ func (s *shaper) mapping(path string, v any, t reflect.Type) (any, bool) {
 		return nil, false
 	}
 	out := map[string]any{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if x, ok := s.value(joinPath(path, k), m[k], t.Elem()); ok {
 			out[k] = x
 		}
@@ -285,13 +286,4 @@ func yamlName(f reflect.StructField) string {
 		return name
 	}
 	return strings.ToLower(f.Name)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
