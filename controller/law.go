@@ -203,9 +203,14 @@ func (l *Law) Init(now time.Time) State {
 //     band instead. Within α/4 of the knee a tier with a rate cap (its
 //     admitted rate was measured) holds there until ProbeAfter has passed
 //     since its last cut, then probes past it (at most one probe, two
-//     direction changes, per ProbeAfter), unless the room is deep (≥ 2.5:
+//     direction changes, per ProbeAfter), unless the room is deep (≥ 4:
 //     the overload is over); one without a cap passes at once.
-//     Passing the knee forgets it. A tier whose measured admitted rate fell
+//     Passing the knee forgets it. A cut sized by measurement (a signal's
+//     own Keep and the tiers' admitted rates) lands where the tier fits,
+//     or above it when β or the floor bounded it, not somewhere below: it
+//     sets the knee only α/4 above the new multiplier, so the tier holds
+//     there rather than stepping back towards the level it was cut from,
+//     which would overload again and be cut again. A tier whose measured admitted rate fell
 //     below half its rate cap is no longer held by the cut (its surge is
 //     over): it forgets its knee and grows by the room at once.
 //   - Recovery after HoldTimeout without a usable signal adds α, knee or
@@ -306,11 +311,20 @@ func (l *Law) Usable(s Signal, now time.Time) bool {
 	return true
 }
 
-// assess reads the usable signals: the condition, and the worst ratio of a
-// value to its target (−Inf when none is usable; never NaN).
-func (l *Law) assess(in Input, now time.Time) (Condition, float64, float64) {
+// reading is the fraction of the load to keep, as the overloaded signals
+// say: measured when the smallest came from a signal's own Keep, else
+// target/value, an estimate.
+type reading struct {
+	keep     float64
+	measured bool
+}
+
+// assess reads the usable signals: the condition, the worst ratio of a
+// value to its target (−Inf when none is usable; never NaN) and the
+// fraction of the load to keep.
+func (l *Law) assess(in Input, now time.Time) (Condition, float64, reading) {
 	usable, over, healthy := false, false, true
-	worst, keep := math.Inf(-1), 1.0
+	worst, keep := math.Inf(-1), reading{keep: 1}
 	for _, s := range in.Signals {
 		if !l.Usable(s, now) {
 			continue
@@ -319,11 +333,13 @@ func (l *Law) assess(in Input, now time.Time) (Condition, float64, float64) {
 		worst = math.Max(worst, s.Value/s.Target)
 		if s.Value > s.Target {
 			over = true
-			k := s.Target / s.Value
+			k := reading{keep: s.Target / s.Value}
 			if s.Keep > 0 && s.Keep <= 1 {
-				k = s.Keep
+				k = reading{keep: s.Keep, measured: true}
 			}
-			keep = math.Min(keep, k)
+			if k.keep < keep.keep {
+				keep = k
+			}
 		}
 		if !(s.Value < s.Target*(1-l.s.Headroom)) {
 			healthy = false
@@ -346,7 +362,7 @@ func (l *Law) assess(in Input, now time.Time) (Condition, float64, float64) {
 // the admitted rates say how much of it the tier carries, the tier sheds
 // the whole excess, share = 1 − (1 − keep) × total ÷ tier, else share =
 // keep. It reports whether it cut.
-func (l *Law) decrease(st *State, keep float64, admitted map[string]float64, now time.Time) bool {
+func (l *Law) decrease(st *State, keep reading, admitted map[string]float64, now time.Time) bool {
 	for _, ts := range st.Tiers {
 		if !ts.LastDecrease.IsZero() && now.Sub(ts.LastDecrease) < l.s.Cooldown {
 			return false
@@ -356,12 +372,17 @@ func (l *Law) decrease(st *State, keep float64, admitted map[string]float64, now
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier > t.Floor {
 			old := ts.Multiplier
-			ts.Multiplier = old * math.Max(t.Beta, tierShare(keep, admitted, ts.Name))
+			share, fit := tierShare(keep.keep, admitted, ts.Name)
+			ts.Multiplier = old * math.Max(t.Beta, share)
 			if ts.Multiplier < t.Floor+snap {
 				ts.Multiplier = t.Floor
 			}
 			ts.Rate = cutRate(ts.Rate, admitted[ts.Name], ts.Multiplier/old)
 			ts.Knee = old
+			if keep.measured && fit {
+				// The tier fits here, or lower if β or the floor bounded the cut.
+				ts.Knee = math.Min(old, ts.Multiplier+t.Alpha/4)
+			}
 			ts.LastAction = ActionDecrease
 			ts.LastDecrease = now
 			return true
@@ -370,13 +391,12 @@ func (l *Law) decrease(st *State, keep float64, admitted map[string]float64, now
 	return false
 }
 
-// cutRate is the rate cap after a cut by ratio: the lower of the current
-// cap and the measured rate, each only if known (positive and finite),
-// times ratio; 0 (no cap) when neither is known.
 // tierShare is the fraction of its load tier keeps so that the whole
 // load falls to keep of itself: the tier sheds the whole excess when the
 // admitted rates are known, else keep.
-func tierShare(keep float64, admitted map[string]float64, tier string) float64 {
+// It reports whether the admitted rates were known (the share sized
+// from them).
+func tierShare(keep float64, admitted map[string]float64, tier string) (float64, bool) {
 	own, total := admitted[tier], 0.0
 	for _, a := range admitted {
 		if a > 0 && a <= math.MaxFloat64 {
@@ -384,11 +404,14 @@ func tierShare(keep float64, admitted map[string]float64, tier string) float64 {
 		}
 	}
 	if !(own > 0 && own <= math.MaxFloat64) || total <= 0 {
-		return keep
+		return keep, false
 	}
-	return math.Max(0, 1-(1-keep)*total/own)
+	return math.Max(0, 1-(1-keep)*total/own), true
 }
 
+// cutRate is the rate cap after a cut by ratio: the lower of the current
+// cap and the measured rate, each only if known (positive and finite),
+// times ratio; 0 (no cap) when neither is known.
 func cutRate(limit, measured, ratio float64) float64 {
 	if measured > 0 && measured <= math.MaxFloat64 && (limit == 0 || measured < limit) {
 		limit = measured
@@ -400,8 +423,12 @@ func cutRate(limit, measured, ratio float64) float64 {
 // below (1 − headroom)/kneeRelease of its target) passes it at once. While
 // the overload that set the knee lasts, the service runs at its capacity
 // and its latency shows it (queueing at the inner loop's limit); deep
-// headroom there means the overload is over.
-const kneeRelease = 2.5
+// headroom there means the overload is over. Not much less: a service
+// whose latency stays flat until capacity reads as room 2.5 to 4 in
+// seconds when a cut left it just below capacity (measured in `throttled
+// bench overload --scenario instances`), and a release there jumps past
+// the knee by the room and is cut again.
+const kneeRelease = 4
 
 // kneeSlack: a tier whose measured admitted rate is below this fraction of
 // its rate cap is no longer held by the cut (its surge is over), so it
@@ -422,7 +449,7 @@ func (l *Law) increase(st *State, action Action, room float64, admitted map[stri
 			}
 			gap := ts.Knee - old
 			switch {
-			case action == ActionIncrease && gap > t.Alpha/4:
+			case action == ActionIncrease && gap > t.Alpha/4+snap: // snap: m + α/4 − m may round above α/4
 				ts.Multiplier = old + gap*math.Min(1, room-1)/2
 			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && room < kneeRelease && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:
 				return false // at its knee, still held by its cap: hold until a probe past it is due

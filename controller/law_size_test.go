@@ -316,3 +316,60 @@ func TestStepKnee(t *testing.T) {
 		})
 	}
 }
+
+// A cut sized by measurement (the inner loop's refused fraction and the
+// tiers' admitted rates) lands where the tier fits; it must not step back
+// towards the level it was cut from while that cut still binds, which
+// would overload again and cut again (two direction changes per cycle).
+// A cut bounded by β lands above the measured fit: it holds there too
+// (if it still overloads, the next cut goes on). A cut sized by
+// target/value is an estimate, not a measurement: it keeps the old knee.
+func TestStepMeasuredCutHoldsAtTheFit(t *testing.T) {
+	law := mustLaw(t, threeTiers()) // free α 0.25, β 0.5
+	sat := func(v float64, d time.Duration) Input {
+		in := Input{Signals: []Signal{{Name: "saturation", Value: v, Target: 0.05, Valid: true, At: at(d), Keep: 1 - v}}}
+		return admitted(in, 100, 200, 100)
+	}
+	ok := func(d time.Duration) Input { // room 1.5: the approach by parts would take a quarter of the gap
+		in := latency(0.8/1.5, d)
+		in.Signals[0].At = at(d)
+		return admitted(in, 60, 200, 100)
+	}
+	ov, h := ConditionOverloaded, ConditionHealthy
+	st := runSteps(t, law, state(1, 1, 1), []step{
+		{0, sat(0.1, 0), []float64{1, 1, 0.6}, hhd, ov, 1}, // 1 − 0.1 × 400/100
+	})
+	if got, want := knees(st), []float64{0, 0, 0.6 + 0.25/4}; !near(got, want) {
+		t.Fatalf("knees after a measured cut %v, want %v", got, want)
+	}
+	st = runSteps(t, law, st, []step{
+		{2 * s, ok(2 * s), []float64{1, 1, 0.6}, hhh, h, 1},   // held at the fit
+		{30 * s, ok(30 * s), []float64{1, 1, 0.6}, hhh, h, 1}, // still
+		{61 * s, ok(61 * s), []float64{1, 1, 0.9}, hhi, h, 2}, // ProbeAfter since the cut: a probe, 0.6 × room
+	})
+	// β-bounded: 1 − 0.2 × 400/100 < 0.5, so the cut is 0.5.
+	st = runSteps(t, law, state(1, 1, 1), []step{{0, sat(0.2, 0), []float64{1, 1, 0.5}, hhd, ov, 1}})
+	if got, want := knees(st), []float64{0, 0, 0.5 + 0.25/4}; !near(got, want) {
+		t.Fatalf("knees after a β-bounded cut %v, want %v", got, want)
+	}
+	// Latency at twice its target: an estimate; the knee is the old level.
+	est := admitted(latency(2, 0), 100, 200, 100)
+	st = runSteps(t, law, state(1, 1, 1), []step{{0, est, []float64{1, 1, 0.5}, hhd, ov, 1}})
+	if got, want := knees(st), []float64{0, 0, 1}; !near(got, want) {
+		t.Fatalf("knees after a cut by target/value %v, want %v", got, want)
+	}
+}
+
+// A knee set α/4 above the multiplier holds whatever the rounding of
+// m + α/4 − m (with α = 0.1, 0.3 + 0.025 − 0.3 > 0.025 in float64).
+func TestStepKneeAlphaQuarterAboveHoldsDespiteRounding(t *testing.T) {
+	set := threeTiers()
+	set.Tiers[0].Alpha = 0.1 // free
+	law := mustLaw(t, set)
+	for _, m := range []float64{0.11, 0.3, 0.53} {
+		st := capped(cutAgo(state(1, 1, m), 5*s), 100)
+		st.Tiers[2].Knee = m + 0.1/4
+		in := withAdmitted(latency(0.8/1.5, 0), 90)
+		runSteps(t, law, st, []step{{0, in, []float64{1, 1, m}, hhh, ConditionHealthy, 0}})
+	}
+}

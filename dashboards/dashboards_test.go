@@ -13,6 +13,7 @@ import (
 var histograms = map[string]bool{
 	"throttled_decision_duration_seconds":         true,
 	"throttled_upstream_request_duration_seconds": true,
+	"throttled_admitted_request_duration_seconds": true,
 }
 
 // productMetrics are the metric names throttled exports (the contract the

@@ -68,7 +68,7 @@ func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) 
 // rates over short windows, so the controller follows a run of seconds
 // (the defaults' 1m windows would size a tier's cap from the minute
 // before the surge).
-const overloadQueries = `  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_upstream_request_duration_seconds_bucket[10s])))
+const overloadQueries = `  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_admitted_request_duration_seconds_bucket[10s])))
   error_ratio_query: (sum(rate(throttled_upstream_requests_total{code=~"5.."}[10s])) or vector(0)) / sum(rate(throttled_upstream_requests_total[10s]))
   admitted_query: sum by (tier) (rate(throttled_decisions_total{decision=~"allowed|delayed"}[5s]))
 `

@@ -28,6 +28,12 @@ import (
 type upstreamMetrics struct {
 	requests *prometheus.CounterVec
 	latency  prometheus.Histogram
+	// admitted is the latency an admitted request sees: its wait for the
+	// inner loop's permit plus the upstream's response time. The inner
+	// loop keeps the upstream's own latency near its baseline by queueing
+	// at its limit, so only this one tells the outer loop that the
+	// upstream runs at capacity (queued) from one that is idle.
+	admitted prometheus.Histogram
 }
 
 func newUpstreamMetrics(reg prometheus.Registerer) (*upstreamMetrics, error) {
@@ -36,9 +42,12 @@ func newUpstreamMetrics(reg prometheus.Registerer) (*upstreamMetrics, error) {
 			Help: "Requests proxied to the upstream, by status code (502: transport error)."}, []string{"code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: upstreamLatency,
 			Help:    "Upstream response time (until headers) in seconds.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+			Buckets: latencyBuckets}),
+		admitted: prometheus.NewHistogram(prometheus.HistogramOpts{Name: admittedLatency,
+			Help:    "Time from the inner loop's gate to the upstream's response headers, in seconds: the wait for a permit plus the upstream response time.",
+			Buckets: signalBuckets}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.admitted} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -51,7 +60,12 @@ func (m *upstreamMetrics) wrap(next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		start := time.Now()
 		resp, err := next.RoundTrip(r)
-		m.latency.Observe(time.Since(start).Seconds())
+		end := time.Now()
+		m.latency.Observe(end.Sub(start).Seconds())
+		if at, ok := r.Context().Value(gateAtKey{}).(time.Time); ok {
+			start = at
+		}
+		m.admitted.Observe(end.Sub(start).Seconds())
 		code := "502"
 		if err == nil {
 			code = strconv.Itoa(resp.StatusCode)
@@ -109,6 +123,19 @@ func refuseBody(w http.ResponseWriter, limit int64) {
 // error handler, which write its rate-limit headers.
 type resultKey struct{}
 
+// gateAtKey carries when a request asked the inner loop's gate for a
+// permit (a time.Time) to the upstream metrics.
+type gateAtKey struct{}
+
+// latencyBuckets are the upstream histogram's buckets, in seconds.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// signalBuckets are finer: the controller reads a quantile of this
+// histogram, interpolated within a bucket, and compares it with a fraction
+// of its target.
+var signalBuckets = []float64{.001, .0025, .005, .0075, .01, .015, .02, .025, .03, .04, .05, .06, .075,
+	.1, .125, .15, .2, .25, .3, .4, .5, .75, 1, 2.5, 5, 10}
+
 // proxyHandler enforces the rules, then the tier's bulkhead, then the inner
 // loop's gate, then proxies to upstream. A request refused by a bulkhead
 // gets its quota back and no rate-limit headers: it was not counted. One
@@ -155,16 +182,22 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			defer p.Release()
 		}
+		ctx := r.Context()
 		if s.gate != nil {
-			p, err := s.gate.Acquire(r.Context(), res.Priority)
+			at := time.Now()
+			p, err := s.gate.Acquire(ctx, res.Priority)
 			if err != nil {
 				s.refuseGate(w, res.Tier, err)
 				return
 			}
 			defer p.Release()
+			ctx = context.WithValue(ctx, gateAtKey{}, at)
 		}
 		if res.Limited || s.breakers != nil {
-			r = r.WithContext(context.WithValue(r.Context(), resultKey{}, &res))
+			ctx = context.WithValue(ctx, resultKey{}, &res)
+		}
+		if ctx != r.Context() {
+			r = r.WithContext(ctx)
 		}
 		rp.ServeHTTP(w, r)
 	})

@@ -250,3 +250,64 @@ func TestMaxBodyBytesConfig(t *testing.T) {
 		t.Fatalf("max_body_bytes -1: %v, want an error naming max_body_bytes", err)
 	}
 }
+
+// TestAdmittedLatencyCountsTheGateWait: the in-process latency signal
+// (throttled_admitted_request_duration_seconds) counts an admitted
+// request's wait for the inner loop's permit, which the upstream's own
+// latency does not: the inner loop keeps the upstream's latency near its
+// baseline by queueing, so without the wait a service at capacity read as
+// idle to the outer loop. With a limit of 1, a request queued behind one
+// held upstream for 300 ms waits for it.
+func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-release
+		}
+	}))
+	defer up.Close()
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free()
+	cfg := testConfig(t, up.URL, "")
+	more, err := parseConfig([]byte("tiers: {free: {rate: 100, period: 1s}}\n"+
+		"concurrency: {initial_limit: 1, min_limit: 1, max_limit: 1, target: 10s, max_wait: 5s, top_max_wait: 5s}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Concurrency = more.Concurrency
+	addrs := startServe(t, cfg)
+	proxy := "http://" + addrs["proxy"]
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	send := func(i int, path string) {
+		defer wg.Done()
+		resp, _ := call(t, "GET", proxy+path, "", "X-API-Key", "k")
+		codes[i] = resp.StatusCode
+	}
+	wg.Add(2)
+	go send(0, "/hold")
+	<-entered
+	go send(1, "/fast") // queued at the gate behind /hold
+	const held = 300 * time.Millisecond
+	time.Sleep(held)
+	free()
+	wg.Wait()
+	if codes[0] != 200 || codes[1] != 200 {
+		t.Fatalf("status codes %v, want both 200", codes)
+	}
+	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	for _, name := range []string{"throttled_admitted_request_duration_seconds", "throttled_upstream_request_duration_seconds"} {
+		if n := metricValue(t, metrics, name+"_count"); n != 2 {
+			t.Fatalf("%s_count = %v, want 2", name, n)
+		}
+	}
+	wait := metricValue(t, metrics, "throttled_admitted_request_duration_seconds_sum") -
+		metricValue(t, metrics, "throttled_upstream_request_duration_seconds_sum")
+	// The second request reached the gate within a few ms of being sent;
+	// half of the hold leaves room for a slow machine.
+	if wait < (held / 2).Seconds() {
+		t.Fatalf("admitted latency exceeds the upstream's by %.3fs in all, want at least %v (the gate wait)", wait, held/2)
+	}
+}

@@ -203,9 +203,11 @@ func (s *stack) buildController(ctx context.Context) error {
 	return nil
 }
 
-// Upstream metric names: the in-process signal source reads them.
+// Upstream metric names: the in-process signal source reads the latency
+// admitted requests see (gate wait included) and the upstream's answers.
 const (
 	upstreamLatency  = "throttled_upstream_request_duration_seconds"
+	admittedLatency  = "throttled_admitted_request_duration_seconds"
 	upstreamRequests = "throttled_upstream_requests_total"
 )
 
@@ -220,8 +222,8 @@ func (s *stack) signalSource() (signals.Source, error) {
 		}
 		return src, err
 	}
-	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", upstreamLatency)
-	in := signals.InProcessSettings{LatencyHistogram: upstreamLatency, RequestsCounter: upstreamRequests}
+	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", admittedLatency)
+	in := signals.InProcessSettings{LatencyHistogram: admittedLatency, RequestsCounter: upstreamRequests}
 	if s.cfg.innerLoop() {
 		in.SaturationGauge = controller.SaturationMetric
 	}
