@@ -9,8 +9,9 @@ import (
 // congestion remembers the most important priority that recently waited
 // long in a Gate's queue (at least half of MaxWait, or until it was shed):
 // that priority alone fills the limit, so a permit given to a less
-// important call is one it will miss. For MaxWait after such a wait, a less
-// important newcomer is shed at once even below the limit. Without this, at
+// important call is one it will miss. For that priority's longest wait
+// (MaxWait; TopMaxWait at priority 0) after such a wait, a less important
+// newcomer is shed at once even below the limit. Without this, at
 // a load where the important calls alone match the upstream's capacity,
 // less important calls slip into every momentary gap, the queue of the
 // important ones grows by their work, and important calls are shed after

@@ -106,3 +106,43 @@ func TestGateTopPriorityWaitsTopMaxWait(t *testing.T) {
 		t.Errorf("negative TopMaxWait: err = %v", err)
 	}
 }
+
+// TestGateTopPriorityCongestsForTopMaxWait: the congestion of priority 0
+// lasts its own longest wait, TopMaxWait, not MaxWait. Its queue drains on
+// that scale: with MaxWait, at a load where priority 0 alone fills the
+// upstream, a less important call slipped in whenever its waits shortened
+// for a moment, and each such call cost a priority-0 call later (about 2
+// a second in bench overload --scenario slowdown).
+func TestGateTopPriorityCongestsForTopMaxWait(t *testing.T) {
+	const maxWait, topMaxWait = 100 * time.Millisecond, 200 * time.Millisecond
+	clk := newFakeClock()
+	g := mustGate(t, GateSettings{Limit: 1, MaxWait: time.Hour, Now: clk.Now}, nil)
+	g.s.MaxWait, g.s.TopMaxWait = maxWait, topMaxWait // the windows; the real timers never fire here
+	held := holdAll(t, g)
+	out := make(chan result, 1)
+	arrive(t, g, context.Background(), 0, 0, out) // priority 0 queues at t0
+	clk.Set(t0.Add(maxWait / 2))                  // t1: a long wait
+	held[0].Release()
+	r := <-out
+	if r.err != nil {
+		t.Fatalf("queued priority 0: %v", r.err)
+	}
+	r.p.Release()
+	for _, tc := range []struct {
+		at     time.Duration // since t0
+		wantOK bool
+	}{
+		{maxWait/2 + maxWait, false},        // t2: past MaxWait, within TopMaxWait: still shed
+		{maxWait/2 + topMaxWait - 1, false}, // t3: the last instant
+		{maxWait/2 + topMaxWait, true},      // t4: over
+	} {
+		clk.Set(t0.Add(tc.at))
+		p, err := g.Acquire(context.Background(), 1)
+		if tc.wantOK != (err == nil) {
+			t.Fatalf("at t0+%v priority 1: err = %v, want admitted %v", tc.at, err, tc.wantOK)
+		}
+		if err == nil {
+			p.Release()
+		}
+	}
+}

@@ -46,9 +46,9 @@
 // their permits and waits are bounded by MaxWait.
 //
 // Congestion: a caller that waited at least half of MaxWait, or was shed
-// after its longest wait, marks its priority congested for MaxWait, and
-// meanwhile every less important newcomer is shed at once, even below the
-// limit. When the important callers alone fill the upstream, a permit
+// after its longest wait, marks its priority congested for its own longest
+// wait (MaxWait, or TopMaxWait at priority 0), and meanwhile every less
+// important newcomer is shed at once, even below the limit. When the important callers alone fill the upstream, a permit
 // given to a less important one is one they miss.
 //
 // A controller moves the limit with SetLimit (never below

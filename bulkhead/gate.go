@@ -107,8 +107,9 @@ func (g *Gate) Stats() Stats {
 // for at most MaxWait (TopMaxWait at priority 0). A full queue sheds its least important, newest
 // waiter to make room for a more important newcomer, and refuses a
 // newcomer no more important than that waiter. A caller that waited at
-// least half of MaxWait, or was shed after MaxWait, marks its priority
-// congested for MaxWait: meanwhile every less important newcomer is shed
+// least half of MaxWait, or was shed, marks its priority congested for
+// its own longest wait (MaxWait; TopMaxWait at priority 0, whose queue
+// drains on that scale): meanwhile every less important newcomer is shed
 // at once, even below the limit (the permit would be one the congested
 // priority misses). Refusals are ErrShed. If ctx
 // ends first Acquire returns ctx.Err() and holds nothing. The caller must

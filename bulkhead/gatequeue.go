@@ -57,7 +57,7 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 		err = ctx.Err()
 	}
 	if now := g.since(); err == ErrShed || now-queuedAt >= longWait(g.s.MaxWait) {
-		g.cong.mark(prio, now, g.s.MaxWait)
+		g.cong.mark(prio, now, g.maxWait(prio)) // congested for as long as it may wait
 	}
 	if err != nil {
 		if g.leave(w) {

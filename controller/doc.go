@@ -110,12 +110,17 @@
 //	estimate = limit × gradient + Allowance
 //	limit    = clamp(limit + (estimate − limit) × Smoothing, MinLimit, MaxLimit)
 //
-// latency is the window's average. Above [GradientSettings.Target], if
-// set, the gradient is at most Target / latency and no allowance is added:
-// the limit always decreases. An estimate above the limit is not taken
-// while fewer than half of the permits were in use in the window (latency
-// at low concurrency says nothing about a higher limit), so the limit
-// stays near what is used and is about right when a surge starts. A window
+// latency is the window's average. With a [GradientSettings.Target] the
+// gradient is at least min(1, Target × Quiet / latency): latency at or
+// below the quiet bound never decreases the limit, and just above it the
+// limit decreases a little, not by half (a baseline learned before the
+// upstream slowed down would otherwise saw the limit under what keeps the
+// upstream busy). Above Target the gradient is at most Target / latency
+// and no allowance is added: the limit always decreases. An estimate
+// above the limit is not taken while fewer than three quarters of the
+// permits were in use in the window (latency at low concurrency says
+// nothing about a higher limit), so the limit stays near what is used and
+// binds soon when the upstream slows down or a surge starts. A window
 // with fewer than MinSamples samples holds. Behind a saturated upstream
 // (W workers) the law settles near W × (1 + Tolerance) + Allowance calls
 // in flight per instance.

@@ -258,24 +258,32 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 
 // estimate is the new limit before smoothing:
 //
-//	gradient = clamp(baseline × (1 + Tolerance) / latency, 0.5, 2)
-//	estimate = limit × gradient + Allowance
+//	gradient = baseline × (1 + Tolerance) / latency
+//	gradient = max(gradient, min(1, Target × Quiet / latency))   with a Target
+//	estimate = limit × clamp(gradient, 0.5, 2) + Allowance
 //
-// At or below Target × Quiet the gradient is at least 1. Above Target the gradient is at most Target / latency and no allowance
-// is added, so that the limit decreases. An estimate above the limit is
-// not taken while fewer than half the permits were ever in use: latency
-// measured at low concurrency says nothing about a higher limit.
+// So at or below Target × Quiet the gradient is at least 1, and just above
+// it a little less: a baseline learned before the upstream slowed down no
+// longer halves the limit there. Above Target the gradient is at most
+// Target / latency and no allowance is added, so that the limit
+// decreases. An estimate above the limit is not taken while fewer than
+// three quarters of the permits were ever in use: latency measured at low
+// concurrency says nothing about a higher limit. (Gradient2 says half;
+// with half, the limit sat at 2.5 × the calls a 0.8 × capacity load keeps
+// in flight, and when the upstream slowed down, lower tiers filled its
+// queue for 130 ms before the limit bound.)
 func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int) float64 {
 	grad := float64(base) * (1 + g.s.Tolerance) / float64(lat)
-	grad = math.Max(minGradient, math.Min(maxGradient, grad))
-	if t := g.s.Target; t > 0 && float64(lat) <= float64(t)*g.s.Quiet {
-		grad = math.Max(grad, 1) // quiet: no decrease
+	if t := g.s.Target; t > 0 {
+		// quiet: no decrease, and no cliff past it
+		grad = math.Max(grad, math.Min(1, float64(t)*g.s.Quiet/float64(lat)))
 	}
+	grad = math.Max(minGradient, math.Min(maxGradient, grad))
 	if t := g.s.Target; t > 0 && lat > t {
 		return limit * math.Max(minGradient, math.Min(grad, float64(t)/float64(lat)))
 	}
 	est := limit*grad + g.s.Allowance
-	if est > limit && float64(inflight) < limit/2 {
+	if est > limit && float64(inflight) < limit*3/4 {
 		return limit
 	}
 	return est

@@ -75,15 +75,37 @@ func TestGradientQuietLatencyNeverDecreases(t *testing.T) {
 	b3 := b2 + dur(40*ms-b2, r)
 	runGradient(t, g, g.Init(t0), []gstep{
 		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
-		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                 // quiet: gradient 0.625 → 1
-		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                     // quiet, few in use: hold
-		{win(10, 80*ms, 20), smooth(smooth(23, 1), 0.5), b3 + dur(80*ms-b3, r), ActionDecrease}, // 80 ms is past 62.5 ms
+		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                     // quiet: gradient 0.625 → 1
+		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                         // quiet, few in use: hold
+		{win(10, 80*ms, 20), smooth(smooth(23, 1), 62.5/80), b3 + dur(80*ms-b3, r), ActionDecrease}, // 80 ms is past 62.5 ms
 	})
 	noTarget := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s})
 	runGradient(t, noTarget, noTarget.Init(t0), []gstep{
 		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
 		{win(10, 40*ms, 23), smooth(23, 0.625), b2, ActionDecrease},
 	})
+}
+
+// TestGradientQuietBoundIsContinuous: just past the quiet bound (Target ×
+// Quiet) the gradient is measured from the bound, not from a baseline
+// learned before the upstream slowed down. From the stale 20 ms baseline
+// the gradient fell from at least 1 at 62.5 ms to 0.5 at 63 ms, halving
+// the limit, which then grew back below the bound: a limit sawing under
+// the calls needed to keep a slower upstream busy, capacity lost in every
+// trough (bench overload --scenario slowdown). At 70 ms the gradient is
+// 62.5/70.
+func TestGradientQuietBoundIsContinuous(t *testing.T) {
+	g := mustGradient(t, GradientSettings{MaxLimit: 40, Target: 250 * ms})
+	st := GradientState{Limit: 12, Baseline: 20 * ms, At: t0}
+	next := g.Step(st, win(10, 70*ms, 12), t0.Add(100*ms))
+	if want := smooth(12, 62.5/70); math.Abs(next.Limit-want) > 1e-9 || next.LastAction != ActionDecrease {
+		t.Fatalf("at 70 ms, just past the quiet bound: %v, want limit %.4f, decrease", next, want)
+	}
+	// Far past it the bound no longer matters: 250 ms is the Target itself.
+	next = g.Step(st, win(10, 200*ms, 12), t0.Add(100*ms))
+	if want := smooth(12, 0.5); math.Abs(next.Limit-want) > 1e-9 {
+		t.Fatalf("at 200 ms: %v, want limit %.4f (62.5/200 clamped at 0.5)", next, want)
+	}
 }
 
 func TestGradientDecreasesOnRisingLatency(t *testing.T) {
@@ -107,8 +129,8 @@ func TestGradientGrowsOnHeadroomOnlyWhenUsed(t *testing.T) {
 	l6 := smooth(l5, 1.25)
 	l7 := smooth(l6, 1.25)
 	runGradient(t, g, st, []gstep{
-		{win(10, 20*ms, 4), 10, 20 * ms, ActionHold},                      // 4 < 10/2 in use: no evidence for more
-		{win(10, 20*ms, 5), smooth(10, 1.25), 20 * ms, ActionIncrease},    // half in use: 11.75
+		{win(10, 20*ms, 7), 10, 20 * ms, ActionHold},                      // 7 < 10 × 3/4 in use: no evidence for more
+		{win(10, 20*ms, 8), smooth(10, 1.25), 20 * ms, ActionIncrease},    // three quarters in use: 11.75
 		{win(10, 16*ms, 12), l3, 18 * ms, ActionIncrease},                 // gradient 25/16; the baseline falls halfway
 		{win(10, 5*ms, 16), l4, 11500 * time.Microsecond, ActionIncrease}, // gradient clamped at 2
 		{win(10, 11500*time.Microsecond, 24), l5, 0, ActionIncrease},
