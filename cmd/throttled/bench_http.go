@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,8 +49,16 @@ func benchHTTP(args []string, w io.Writer) error {
 	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the run (server and load generator) to `file`")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
+	}
+	if *prof != "" {
+		stop, err := startCPUProfile(*prof)
+		if err != nil {
+			return fmt.Errorf("bench http: --cpuprofile: %w", err)
+		}
+		defer stop()
 	}
 	if *conns < 1 || *conns > 4096 || *keys < 1 || *runs < 1 || *runs > 100 || *dur <= 0 || *dur > 10*time.Minute {
 		return errors.New("bench http: want 1 ≤ --conns ≤ 4096, --keys ≥ 1, 1 ≤ --runs ≤ 100, 0 < --duration ≤ 10m")
@@ -224,6 +234,19 @@ func benchLoop(c *http.Client, url string, conns, keys int, dur time.Duration, r
 		all = append(all, l...)
 	}
 	return all, errs.Load()
+}
+
+// startCPUProfile profiles the process into file until stop.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func benchGet(c *http.Client, url, key string) bool {
