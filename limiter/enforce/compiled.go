@@ -169,24 +169,24 @@ func (r *compiledRule) capacity(t *Tier) int64 {
 // so a client cannot make the store hold huge keys.
 const maxKeyLen = 128
 
-// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]",
-// or reports that a key source is absent from the request. Each value is
-// prefixed with its length in bytes, so values holding "|" cannot make two
-// requests share a bucket. A rule that spends its client's tier quota keys
-// by tier too: clients of two tiers behind one IP must not share a bucket
-// whose capacity depends on who asked last.
-func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (string, bool) {
-	var b strings.Builder
+// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]"
+// in b (after what b holds), or reports that a key source is absent from
+// the request. Each value is prefixed with its length in bytes, so values
+// holding "|" cannot make two requests share a bucket. A rule that spends
+// its client's tier quota keys by tier too: clients of two tiers behind one
+// IP must not share a bucket whose capacity depends on who asked last.
+func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier, b *strings.Builder) (string, bool) {
 	b.Grow(len(r.Name) + len(t.Name) + 48)
-	r.keyPrefix(&b, t)
+	start := b.Len()
+	r.keyPrefix(b, t)
 	for _, k := range r.keys {
 		v := k.value(id, req, r)
 		if v == "" {
 			return "", false
 		}
-		appendPart(&b, v)
+		appendPart(b, v)
 	}
-	return bounded(b.String(), r.Name), true
+	return bounded(b.String()[start:], r.Name), true
 }
 
 // appendPart appends "|<len>:<v>".

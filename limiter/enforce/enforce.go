@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,6 +128,14 @@ type Result struct {
 // Check decides for r against every matching rule, in order. A refusal by
 // one rule gives back what earlier rules took.
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
+	var b strings.Builder
+	return e.check(ctx, r, &b)
+}
+
+// check is Check building the bucket keys in b, which the caller may go on
+// writing to (Middleware writes the header values there): one buffer for
+// all that a request needs made.
+func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builder) Result {
 	p := e.policy.Load()
 	ps := pass{e: e, res: Result{Allowed: true}}
 	var id identity.Client // identified with the first rule that matches: tier != nil
@@ -143,7 +152,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
 		}
-		key, ok := cr.key(&id, r, tier)
+		key, ok := cr.key(&id, r, tier, b)
 		if !ok {
 			continue
 		}
