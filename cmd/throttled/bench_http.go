@@ -137,7 +137,7 @@ func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, 
 		if err != nil {
 			return nil, err
 		}
-		if ts[i], err = startTarget(h, conns); err != nil {
+		if ts[i], err = startTarget(h, m, conns); err != nil {
 			return nil, err
 		}
 		ts[i].loop(conns, keys, min(dur/10, 100*time.Millisecond), 0) // connections up, caches warm
@@ -214,13 +214,16 @@ func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Ha
 
 // benchTarget is one mode's server on loopback and the client loading it.
 type benchTarget struct {
-	srv *http.Server
-	tr  *http.Transport
-	c   *http.Client
-	url string
+	srv    *http.Server
+	tr     *http.Transport
+	c      *http.Client
+	url    string
+	labels pprof.LabelSet
 }
 
-func startTarget(h http.Handler, conns int) (*benchTarget, error) {
+// startTarget serves h; the server's and the client's goroutines carry
+// the profiler label mode=m (--cpuprofile: go tool pprof -tagfocus mode=M).
+func startTarget(h http.Handler, m string, conns int) (*benchTarget, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -228,7 +231,10 @@ func startTarget(h http.Handler, conns int) (*benchTarget, error) {
 	t := &benchTarget{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
 		tr: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, url: "http://" + ln.Addr().String() + "/hello"}
 	t.c = &http.Client{Transport: t.tr, Timeout: 10 * time.Second}
-	go t.srv.Serve(ln) //nolint:errcheck // ends with Close
+	t.labels = pprof.Labels("mode", m)
+	pprof.Do(context.Background(), t.labels, func(context.Context) {
+		go t.srv.Serve(ln) //nolint:errcheck // ends with Close
+	})
 	return t, nil
 }
 
@@ -239,8 +245,11 @@ func (t *benchTarget) close() {
 	}
 }
 
-func (t *benchTarget) loop(conns, keys int, dur time.Duration, rate float64) ([]time.Duration, int64) {
-	return benchLoop(t.c, t.url, conns, keys, dur, rate)
+func (t *benchTarget) loop(conns, keys int, dur time.Duration, rate float64) (lat []time.Duration, errs int64) {
+	pprof.Do(context.Background(), t.labels, func(context.Context) {
+		lat, errs = benchLoop(t.c, t.url, conns, keys, dur, rate)
+	})
+	return lat, errs
 }
 
 // benchLoop sends requests from conns goroutines for dur: back to back
