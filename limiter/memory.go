@@ -27,14 +27,12 @@ type Memory struct {
 	own      bool // now is the store's own clock: shards never let it go back
 }
 
-type memKey struct {
-	alg Algorithm
-	key string
-}
-
 type memShard struct {
-	mu       sync.Mutex // guards every field below
-	m        map[memKey]*memEntry
+	mu sync.Mutex // guards every field below
+	// m holds the keys' states, a map per algorithm (a key's state under
+	// each is its own), so that a lookup hashes and compares the key alone.
+	m        [NumAlgorithms]map[string]*memEntry
+	n        int // keys in m
 	overflow map[overflowKey]*overflowEntry
 	inserts  uint32
 	last     float64  // µs: the latest time this shard decided at (own clock)
@@ -80,7 +78,9 @@ func NewMemory(opts ...Option) *Memory {
 		m.now, m.own = monotonicNow(), true
 	}
 	for i := range m.shards {
-		m.shards[i].m = make(map[memKey]*memEntry)
+		for a := range m.shards[i].m {
+			m.shards[i].m[a] = make(map[string]*memEntry)
+		}
 		m.shards[i].overflow = make(map[overflowKey]*overflowEntry)
 	}
 	return m
@@ -103,7 +103,6 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	if err := req.Normalize(); err != nil {
 		return Decision{}, err
 	}
-	k := memKey{req.Rule.Algorithm, req.Key}
 	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
 	sh.mu.Lock()
 	var us float64
@@ -112,7 +111,7 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 	} else if us = float64(m.now().UnixMicro()); m.own {
 		us = sh.steady(us)
 	}
-	e := sh.entry(k, req.Rule.Name, us, m.perShard)
+	e := sh.entry(req.Rule.Algorithm, req.Key, req.Rule.Name, us, m.perShard)
 	if e.alg != req.Rule.Algorithm || e.expire <= us {
 		e.st.log.reset() // keep the logs' buffers
 		e.st.alog.reset()
@@ -146,19 +145,20 @@ func (sh *memShard) steady(us float64) float64 {
 }
 
 // entry finds or makes the entry for k. The caller holds sh.mu.
-func (sh *memShard) entry(k memKey, rule string, now float64, limit int) *memEntry {
-	if e, ok := sh.m[k]; ok {
+func (sh *memShard) entry(alg Algorithm, key, rule string, now float64, limit int) *memEntry {
+	if e, ok := sh.m[alg][key]; ok {
 		return e
 	}
 	sh.inserts++
-	if sh.inserts%256 == 0 || len(sh.m) >= limit {
+	if sh.inserts%256 == 0 || sh.n >= limit {
 		sh.sweep(now, 128)
 	}
-	if len(sh.m) >= limit {
-		return sh.overflowEntry(overflowKey{rule, k.alg})
+	if sh.n >= limit {
+		return sh.overflowEntry(overflowKey{rule, alg})
 	}
-	e := &memEntry{alg: k.alg}
-	sh.m[memKey{k.alg, strings.Clone(k.key)}] = e
+	e := &memEntry{alg: alg}
+	sh.m[alg][strings.Clone(key)] = e
+	sh.n++
 	return e
 }
 
@@ -176,12 +176,15 @@ func (sh *memShard) overflowEntry(ok overflowKey) *memEntry {
 
 // sweep forgets up to budget visited entries whose state is fresh again.
 func (sh *memShard) sweep(now float64, budget int) {
-	for k, e := range sh.m {
-		if e.expire <= now {
-			delete(sh.m, k)
-		}
-		if budget--; budget == 0 {
-			return
+	for _, m := range sh.m {
+		for k, e := range m {
+			if e.expire <= now {
+				delete(m, k)
+				sh.n--
+			}
+			if budget--; budget == 0 {
+				return
+			}
 		}
 	}
 }
@@ -192,7 +195,7 @@ func (m *Memory) Len() int {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.n
 		sh.mu.Unlock()
 	}
 	return n

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
+	"os"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,12 +45,20 @@ func benchHTTP(args []string, w io.Writer) error {
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis and lease)")
 	conns := fs.Int("conns", 64, "concurrent connections of the closed loop")
 	keys := fs.Int("keys", 1000, "distinct API keys")
-	dur := fs.Duration("duration", 3*time.Second, "length of each measurement")
-	runs := fs.Int("runs", 3, "rounds (modes interleaved)")
+	dur := fs.Duration("duration", 3*time.Second, "each mode's closed loop (in turns of 250 ms, modes interleaved), then its half-load run")
+	runs := fs.Int("runs", 3, "rounds (text output ends with the median ratios)")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the run (server and load generator) to `file`")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
+	}
+	if *prof != "" {
+		stop, err := startCPUProfile(*prof)
+		if err != nil {
+			return fmt.Errorf("bench http: --cpuprofile: %w", err)
+		}
+		defer stop()
 	}
 	if *conns < 1 || *conns > 4096 || *keys < 1 || *runs < 1 || *runs > 100 || *dur <= 0 || *dur > 10*time.Minute {
 		return errors.New("bench http: want 1 ≤ --conns ≤ 4096, --keys ≥ 1, 1 ≤ --runs ≤ 100, 0 < --duration ≤ 10m")
@@ -76,39 +86,91 @@ func benchHTTP(args []string, w io.Writer) error {
 		}
 	}
 	enc := json.NewEncoder(w)
+	ratios := make([][]float64, len(ms))
 	for round := 1; round <= *runs; round++ {
-		var base float64
-		for _, m := range ms {
-			h, err := benchHandler(m, rdb, redisstore.Settings{Pipelines: *pipes})
-			if err != nil {
-				return err
-			}
-			res, err := benchServe(h, *conns, *keys, *dur, base/2, true)
-			if err != nil {
-				return err
-			}
-			if m == "none" { // its own half load, now that it is known
-				base = res.RequestsPerSec
-				half, err := benchServe(h, *conns, *keys, *dur, base/2, false)
-				if err != nil {
-					return err
-				}
-				res.HalfLoadRPS, res.P50Micros, res.P99Micros, res.Errors =
-					half.HalfLoadRPS, half.P50Micros, half.P99Micros, res.Errors+half.Errors
-			}
-			res.Round, res.Mode, res.Ratio = round, m, res.RequestsPerSec/base
+		res, err := benchRound(ms, rdb, redisstore.Settings{Pipelines: *pipes}, *conns, *keys, *dur)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			res[i].Round = round
+			ratios[i] = append(ratios[i], res[i].Ratio)
 			if *asJSON {
-				err = enc.Encode(res)
+				err = enc.Encode(res[i])
 			} else {
 				_, err = fmt.Fprintf(w, "round %d %-6s %8.0f req/s (%.2f of none); at %.0f req/s p50 %.0fµs p99 %.0fµs; %d errors\n",
-					round, m, res.RequestsPerSec, res.Ratio, res.HalfLoadRPS, res.P50Micros, res.P99Micros, res.Errors)
+					round, res[i].Mode, res[i].RequestsPerSec, res[i].Ratio, res[i].HalfLoadRPS, res[i].P50Micros,
+					res[i].P99Micros, res[i].Errors)
 			}
 			if err != nil {
 				return err
 			}
 		}
 	}
+	if !*asJSON {
+		fmt.Fprint(w, "median of none:")
+		for i, m := range ms[1:] {
+			fmt.Fprintf(w, " %s %.2f", m, median(ratios[i+1]))
+		}
+		fmt.Fprintln(w)
+	}
 	return nil
+}
+
+// benchSlice is the longest stretch one mode is loaded at a time: the
+// modes' closed loops take turns in slices this long, so that a burst of
+// other work on the machine falls on every mode alike.
+const benchSlice = 250 * time.Millisecond
+
+// benchRound measures each mode of ms (ms[0] is none): closed loops of dur
+// each, interleaved in slices (benchSlice) in an order that turns every
+// pass, then each mode at half of none's requests/s for dur.
+func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, keys int, dur time.Duration) ([]httpResult, error) {
+	ts := make([]*benchTarget, len(ms))
+	defer func() {
+		for _, t := range ts {
+			t.close()
+		}
+	}()
+	for i, m := range ms {
+		h, err := benchHandler(m, rdb, set)
+		if err != nil {
+			return nil, err
+		}
+		if ts[i], err = startTarget(h, m, conns); err != nil {
+			return nil, err
+		}
+		ts[i].loop(conns, keys, min(dur/10, 100*time.Millisecond), 0) // connections up, caches warm
+	}
+	res := make([]httpResult, len(ms))
+	turns := max(1, int((dur+benchSlice/2)/benchSlice))
+	for pass := range turns {
+		for j := range ms {
+			i := (pass + j) % len(ms)
+			n, errs := ts[i].loop(conns, keys, dur/time.Duration(turns), 0)
+			res[i].RequestsPerSec += float64(len(n)) / dur.Seconds()
+			res[i].Errors += errs
+		}
+	}
+	base := res[0].RequestsPerSec
+	for i, m := range ms {
+		lat, errs := ts[i].loop(conns, keys, dur, base/2)
+		res[i].Mode, res[i].Ratio, res[i].HalfLoadRPS, res[i].Errors = m, res[i].RequestsPerSec/base, base/2, res[i].Errors+errs
+		slices.Sort(lat)
+		if len(lat) > 0 {
+			res[i].P50Micros = float64(lat[len(lat)/2].Microseconds())
+			res[i].P99Micros = float64(lat[len(lat)*99/100].Microseconds())
+		}
+	}
+	return res, nil
+}
+
+func median(v []float64) float64 {
+	v = slices.Sorted(slices.Values(v))
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -150,36 +212,44 @@ func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Ha
 	return e.Middleware(helloWorld), nil
 }
 
-// benchServe serves h on loopback, loads it for dur with conns connections
-// as fast as they go (when closed), then (when half > 0) at half
-// requests/s for dur.
-func benchServe(h http.Handler, conns, keys int, dur time.Duration, half float64, closed bool) (httpResult, error) {
+// benchTarget is one mode's server on loopback and the client loading it.
+type benchTarget struct {
+	srv    *http.Server
+	tr     *http.Transport
+	c      *http.Client
+	url    string
+	labels pprof.LabelSet
+}
+
+// startTarget serves h; the server's and the client's goroutines carry
+// the profiler label mode=m (--cpuprofile: go tool pprof -tagfocus mode=M).
+func startTarget(h http.Handler, m string, conns int) (*benchTarget, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return httpResult{}, err
+		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln) //nolint:errcheck // ends with Close
-	defer srv.Close()
-	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	url := "http://" + ln.Addr().String() + "/hello"
-	var res httpResult
-	if closed {
-		n, errs := benchLoop(c, url, conns, keys, dur, 0)
-		res.RequestsPerSec, res.Errors = float64(len(n))/dur.Seconds(), errs
+	t := &benchTarget{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
+		tr: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, url: "http://" + ln.Addr().String() + "/hello"}
+	t.c = &http.Client{Transport: t.tr, Timeout: 10 * time.Second}
+	t.labels = pprof.Labels("mode", m)
+	pprof.Do(context.Background(), t.labels, func(context.Context) {
+		go t.srv.Serve(ln) //nolint:errcheck // ends with Close
+	})
+	return t, nil
+}
+
+func (t *benchTarget) close() {
+	if t != nil {
+		t.tr.CloseIdleConnections()
+		_ = t.srv.Close()
 	}
-	if half > 0 {
-		lat, errs := benchLoop(c, url, conns, keys, dur, half)
-		res.HalfLoadRPS, res.Errors = half, res.Errors+errs
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		if len(lat) > 0 {
-			res.P50Micros = float64(lat[len(lat)/2].Microseconds())
-			res.P99Micros = float64(lat[len(lat)*99/100].Microseconds())
-		}
-	}
-	return res, nil
+}
+
+func (t *benchTarget) loop(conns, keys int, dur time.Duration, rate float64) (lat []time.Duration, errs int64) {
+	pprof.Do(context.Background(), t.labels, func(context.Context) {
+		lat, errs = benchLoop(t.c, t.url, conns, keys, dur, rate)
+	})
+	return lat, errs
 }
 
 // benchLoop sends requests from conns goroutines for dur: back to back
@@ -224,6 +294,19 @@ func benchLoop(c *http.Client, url string, conns, keys int, dur time.Duration, r
 		all = append(all, l...)
 	}
 	return all, errs.Load()
+}
+
+// startCPUProfile profiles the process into file until stop.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func benchGet(c *http.Client, url, key string) bool {

@@ -7,6 +7,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/identity"
@@ -27,6 +28,7 @@ type compiledRule struct {
 	keys    []keySource
 	own     []limiter.Rule // the rule's own limits, or nil: the tier's quota
 	suffix  []string       // of the bucket keys of own[1:]: "#2", "#3", …
+	texts   []headerText   // of each limit the rule may apply (its own, or the tiers')
 }
 
 type keySource struct {
@@ -69,6 +71,7 @@ func compile(p *Policy) (*compiled, error) {
 			cr.keys = append(cr.keys, ks)
 		}
 		cr.ownLimits()
+		cr.headerTexts(p.Tiers)
 		c.rules = append(c.rules, cr)
 	}
 	return c, nil
@@ -99,6 +102,37 @@ func (r *compiledRule) ownLimits() {
 			Burst: l.Burst, Align: l.Align, Fallback: r.Fallback})
 		r.suffix = append(r.suffix, sfx)
 	}
+}
+
+// headerTexts makes the header text of each limit the rule may apply: its
+// own, or each tier's quota.
+func (r *compiledRule) headerTexts(tiers []Tier) {
+	add := func(limit int64, period time.Duration) {
+		if w := max(1, ceilSeconds(period)); r.headerText(r.Name, limit, w) == nil {
+			r.texts = append(r.texts, newHeaderText(r.Name, limit, w))
+		}
+	}
+	for _, l := range r.own {
+		add(l.Limit, l.Period)
+	}
+	for i := 0; r.own == nil && i < len(tiers); i++ {
+		add(tiers[i].Limit, tiers[i].Period)
+	}
+}
+
+// headerText is the rule's header text for rule (its name) at limit per
+// window seconds, or nil when r is nil, rule is another's name or the
+// rule applies no such limit.
+func (r *compiledRule) headerText(rule string, limit, window int64) *headerText {
+	if r == nil || rule != r.Name {
+		return nil
+	}
+	for i := range r.texts {
+		if t := &r.texts[i]; t.limitN == limit && t.window == window {
+			return t
+		}
+	}
+	return nil
 }
 
 // limits is how many limits the rule applies: its own, or the tier's one.
@@ -135,24 +169,24 @@ func (r *compiledRule) capacity(t *Tier) int64 {
 // so a client cannot make the store hold huge keys.
 const maxKeyLen = 128
 
-// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]",
-// or reports that a key source is absent from the request. Each value is
-// prefixed with its length in bytes, so values holding "|" cannot make two
-// requests share a bucket. A rule that spends its client's tier quota keys
-// by tier too: clients of two tiers behind one IP must not share a bucket
-// whose capacity depends on who asked last.
-func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier) (string, bool) {
-	var b strings.Builder
+// key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]"
+// in b (after what b holds), or reports that a key source is absent from
+// the request. Each value is prefixed with its length in bytes, so values
+// holding "|" cannot make two requests share a bucket. A rule that spends
+// its client's tier quota keys by tier too: clients of two tiers behind one
+// IP must not share a bucket whose capacity depends on who asked last.
+func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier, b *strings.Builder) (string, bool) {
 	b.Grow(len(r.Name) + len(t.Name) + 48)
-	r.keyPrefix(&b, t)
+	start := b.Len()
+	r.keyPrefix(b, t)
 	for _, k := range r.keys {
 		v := k.value(id, req, r)
 		if v == "" {
 			return "", false
 		}
-		appendPart(&b, v)
+		appendPart(b, v)
 	}
-	return bounded(b.String(), r.Name), true
+	return bounded(b.String()[start:], r.Name), true
 }
 
 // appendPart appends "|<len>:<v>".

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -121,14 +122,23 @@ type Result struct {
 	RetryAfter int64
 	Err        error // a store error; the request was let through for that rule
 	at         time.Time
+	cr         *compiledRule // the rule of Decision, for its header text; nil: none of the policy's
 }
 
 // Check decides for r against every matching rule, in order. A refusal by
 // one rule gives back what earlier rules took.
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
+	var b strings.Builder
+	return e.check(ctx, r, &b)
+}
+
+// check is Check building the bucket keys in b, which the caller may go on
+// writing to (Middleware writes the header values there): one buffer for
+// all that a request needs made.
+func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builder) Result {
 	p := e.policy.Load()
 	ps := pass{e: e, res: Result{Allowed: true}}
-	var id *identity.Client
+	var id identity.Client // identified with the first rule that matches: tier != nil
 	var tier *Tier
 	var m float64
 	for i := range p.rules {
@@ -136,18 +146,17 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 		if !cr.matches(r.Method, r.URL.Path) {
 			continue
 		}
-		if id == nil {
-			ident := e.set.Identifier.Identify(r)
-			id = &ident
-			tier = p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
+		if tier == nil {
+			id = e.set.Identifier.Identify(r)
+			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
 		}
-		key, ok := cr.key(id, r, tier)
+		key, ok := cr.key(&id, r, tier, b)
 		if !ok {
 			continue
 		}
-		if _, _, more, _ := ps.askAll(ctx, cr, tier, key, cr.Cost, m, id); !more {
+		if _, _, more, _ := ps.askAll(ctx, cr, tier, key, cr.Cost, m, &id); !more {
 			break
 		}
 	}
@@ -229,7 +238,7 @@ func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
 		return
 	}
 	res.Limited = true
-	res.Decision, res.Rule, res.Period, res.Hidden = d, cr.Name, r.Period, hide
+	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = d, cr.Name, r.Period, hide, cr
 }
 
 // tighterOrEqual reports whether a is at least as restrictive as b: less
@@ -240,7 +249,7 @@ func tighterOrEqual(a, b *limiter.Decision) bool {
 
 func (res *Result) refuse(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
 	res.Allowed = false
-	res.Decision, res.Rule, res.Period, res.Hidden = d, cr.Name, r.Period, cr.HideHeaders
+	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = d, cr.Name, r.Period, cr.HideHeaders, cr
 	res.Status = http.StatusTooManyRequests
 	if d.Reason == limiter.Shed {
 		res.Status = http.StatusServiceUnavailable

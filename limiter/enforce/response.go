@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,9 +34,17 @@ var (
 
 // WriteHeaders sets the rate-limit headers of res on h, for the most
 // restrictive rule that does not hide them (none when the reported rule
-// hides them), and Retry-After on a refusal. All values share one
-// string and one slice.
+// hides them), and Retry-After on a refusal. The values of a rule's limit
+// that do not change (X-RateLimit-Limit, RateLimit-Policy) are made when
+// the policy is; the others share one string, and all one slice.
 func (res *Result) WriteHeaders(h http.Header) {
+	var b strings.Builder
+	res.writeHeaders(h, &b)
+}
+
+// writeHeaders is WriteHeaders writing the values it makes to b, which
+// may hold what the caller wrote before (strings taken from b stay valid).
+func (res *Result) writeHeaders(h http.Header, b *strings.Builder) {
 	if !res.Limited {
 		return
 	}
@@ -46,40 +55,74 @@ func (res *Result) WriteHeaders(h http.Header) {
 		return
 	}
 	d := &res.Decision
-	reset := ceilSeconds(d.ResetAfter)
-	var ends [6]int
-	b := make([]byte, 0, 160+2*len(res.Rule))
-	b = strconv.AppendInt(b, d.Limit, 10)
-	ends[0] = len(b)
-	b = strconv.AppendInt(b, d.Remaining, 10)
-	ends[1] = len(b)
-	b = strconv.AppendInt(b, res.at.Unix()+reset, 10)
-	ends[2] = len(b)
-	b = append(append(append(b, '"'), res.Rule...), `";q=`...)
-	b = strconv.AppendInt(b, d.Limit, 10)
-	b = strconv.AppendInt(append(b, ";w="...), max(1, ceilSeconds(res.Period)), 10)
-	ends[3] = len(b)
-	b = append(append(append(b, '"'), res.Rule...), `";r=`...)
-	b = strconv.AppendInt(b, d.Remaining, 10)
-	b = strconv.AppendInt(append(b, ";t="...), reset, 10)
-	ends[4] = len(b)
+	reset, window := ceilSeconds(d.ResetAfter), max(1, ceilSeconds(res.Period))
+	text := res.cr.headerText(res.Rule, d.Limit, window)
+	if text == nil { // not a limit of the policy's (a store's own limit, a tier cap)
+		text = &headerText{limit: strconv.FormatInt(d.Limit, 10), policy: policyText(res.Rule, d.Limit, window)}
+	}
+	b.Grow(72 + len(res.Rule))
+	start := b.Len()
+	var ends [3]int
+	writeInt(b, d.Remaining)
+	ends[0] = b.Len()
+	writeInt(b, res.at.Unix()+reset)
+	ends[1] = b.Len()
+	b.WriteByte('"')
+	b.WriteString(res.Rule)
+	b.WriteString(`";r=`)
+	writeInt(b, d.Remaining)
+	b.WriteString(";t=")
+	writeInt(b, reset)
+	ends[2] = b.Len()
+	if !res.Allowed {
+		writeInt(b, res.RetryAfter)
+	}
+	all := b.String()
+	vals := make([]string, 6)
+	vals[0], vals[1], vals[2] = text.limit, all[start:ends[0]], all[ends[0]:ends[1]]
+	vals[3], vals[4], vals[5] = text.policy, all[ends[1]:ends[2]], all[ends[2]:]
 	n := 5
 	if !res.Allowed {
-		b = strconv.AppendInt(b, res.RetryAfter, 10)
-		ends[5] = len(b)
 		n = 6
-	}
-	all := string(b)
-	vals := make([]string, n)
-	start := 0
-	for i := range n {
-		vals[i] = all[start:ends[i]]
-		start = ends[i]
 	}
 	keys := [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateLimit, keyRetryAfter}
 	for i := range n {
 		h[keys[i]] = vals[i : i+1 : i+1]
 	}
+}
+
+// writeInt writes v in decimal.
+func writeInt(b *strings.Builder, v int64) {
+	var n [20]byte
+	b.Write(strconv.AppendInt(n[:0], v, 10))
+}
+
+// headerText is what a limit's rate-limit headers say that does not change
+// from one request to the next.
+type headerText struct {
+	limitN, window int64  // the limit and window (s) they are for
+	limit          string // X-RateLimit-Limit
+	policy         string // RateLimit-Policy
+}
+
+// newHeaderText is the header text of rule for a limit of limit per window
+// seconds.
+func newHeaderText(rule string, limit, window int64) headerText {
+	return headerText{limitN: limit, window: window, limit: strconv.FormatInt(limit, 10),
+		policy: policyText(rule, limit, window)}
+}
+
+// policyText is the RateLimit-Policy value: "<rule>";q=<limit>;w=<window>.
+func policyText(rule string, limit, window int64) string {
+	var b strings.Builder
+	b.Grow(len(rule) + 48)
+	b.WriteByte('"')
+	b.WriteString(rule)
+	b.WriteString(`";q=`)
+	writeInt(&b, limit)
+	b.WriteString(";w=")
+	writeInt(&b, window)
+	return b.String()
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"strings"
 )
 
 // Settings configure New. Zero values mean the defaults
@@ -50,8 +51,11 @@ type identifier struct {
 // that they share one bucket rather than escape per-IP rules.
 const unknownIP = "unknown"
 
+// Identify reads the request's headers by their canonical names (no
+// canonicalizing per request) and names an IPv4 peer by the host part of
+// RemoteAddr itself: a well-formed request costs no allocation.
 func (i *identifier) Identify(r *http.Request) Client {
-	id := Client{APIKey: r.Header.Get(i.header), IP: unknownIP}
+	id := Client{APIKey: first(r.Header[i.header]), IP: unknownIP}
 	if id.APIKey != "" && i.keys != nil {
 		id.KeyVerified = i.keys.VerifyKey(r.Context(), id.APIKey)
 		if !id.KeyVerified {
@@ -59,16 +63,40 @@ func (i *identifier) Identify(r *http.Request) Client {
 		}
 	}
 	if i.jwt != nil {
-		if h := r.Header.Get("Authorization"); h != "" {
+		if h := first(r.Header["Authorization"]); h != "" {
 			id.Subject, _ = i.jwt.Subject(h)
 		}
 	}
-	xff := r.Header.Values("X-Forwarded-For")
+	xff := r.Header["X-Forwarded-For"]
 	if addr, trusted, err := i.ips.resolve(r.RemoteAddr, xff); err == nil {
-		id.IP = i.ips.ClientKey(addr)
+		id.IP = i.clientKey(addr, r.RemoteAddr)
 		if !trusted && len(xff) > 0 && i.untrusted != nil {
 			i.untrusted.observe(addr)
 		}
 	}
 	return id
+}
+
+// first is a header's first value, as http.Header.Get gives it.
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// clientKey is ips.ClientKey(addr), given as the host part of remote (the
+// peer, "ip:port") when that is the very text: no string is made for a
+// client that is its IPv4 peer.
+func (i *identifier) clientKey(addr netip.Addr, remote string) string {
+	var buf [64]byte
+	k := i.ips.AppendClientKey(buf[:0], addr)
+	host := remote
+	if j := strings.LastIndexByte(remote, ':'); j >= 0 {
+		host = remote[:j]
+	}
+	if string(k) == host {
+		return host
+	}
+	return string(k)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,7 +96,9 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		l.refilled = true
 	case l == nil || l.rule != req.Rule || !now.Before(l.expires):
 		s.sweepLocked(now)
-		s.leases[k] = &lease{rule: req.Rule, expires: now.Add(s.set.TTL)} // seen: hot from now on
+		// seen: hot from now on. The key is copied: a caller's key may share
+		// its bytes with more than the key (enforce builds one buffer).
+		s.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now.Add(s.set.TTL)}
 	}
 	s.mu.Unlock()
 	if !hot {
