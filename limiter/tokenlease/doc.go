@@ -20,5 +20,8 @@
 // token bucket, GCRA and leaky bucket rules, never for refunds or peeks,
 // and only for a key seen within TTL (the first decision of a key is
 // exact). Everything else, and a lease the shared store refuses, is an
-// exact decision of the shared store.
+// exact decision of the shared store. A key stays hot while it is used: a
+// lease that ran out (spent, or unspent after TTL) on a key seen within
+// TTL is renewed by the next decision, which leases along with its own
+// cost.
 package tokenlease

@@ -22,7 +22,7 @@ type Settings struct {
 	// cost, capped by the rule's capacity. 0 means 16.
 	Size int64
 	// TTL is how long unspent leased tokens live, and how long a key
-	// stays hot. 0 means 1 s.
+	// stays hot after its last decision. 0 means 1 s.
 	TTL time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
@@ -62,7 +62,8 @@ type lease struct {
 	rule     limiter.Rule // tokens are only spent under the rule they were leased under
 	tokens   int64        // unspent
 	base     int64        // the shared store's Remaining when leased
-	expires  time.Time    // tokens and hotness end
+	expires  time.Time    // the tokens end
+	seen     time.Time    // the key's last decision: it is hot until seen + TTL
 	refilled bool         // a refill is in flight: others decide exactly
 }
 
@@ -90,15 +91,16 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	now, k := s.set.Now(), leaseKey{req.Rule.Name, req.Key}
 	s.mu.Lock()
 	l := s.leases[k]
-	hot := l != nil && l.rule == req.Rule && now.Before(l.expires) && !l.refilled
+	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
+	hot := known && !l.refilled
 	switch {
 	case hot:
-		l.refilled = true
-	case l == nil || l.rule != req.Rule || !now.Before(l.expires):
+		l.refilled, l.seen = true, now
+	case !known:
 		s.sweepLocked(now)
 		// seen: hot from now on. The key is copied: a caller's key may share
 		// its bytes with more than the key (enforce builds one buffer).
-		s.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now.Add(s.set.TTL)}
+		s.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now, seen: now}
 	}
 	s.mu.Unlock()
 	if !hot {
@@ -126,6 +128,7 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 		return limiter.Decision{}, false
 	}
 	l.tokens -= cost
+	l.seen = now
 	rem := l.base + l.tokens
 	s.mu.Unlock()
 	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
@@ -159,13 +162,14 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, k leaseKey, l *
 	return s.shared.Decide(ctx, req)
 }
 
-// sweepLocked drops expired leases, at most once per TTL. s.mu is held.
+// sweepLocked drops the leases of keys gone cold (tokens expired, not
+// seen within TTL), at most once per TTL. s.mu is held.
 func (s *Store) sweepLocked(now time.Time) {
 	if now.Before(s.sweep) {
 		return
 	}
 	for k, l := range s.leases {
-		if !now.Before(l.expires) && !l.refilled {
+		if !now.Before(l.expires) && now.Sub(l.seen) >= s.set.TTL && !l.refilled {
 			delete(s.leases, k)
 		}
 	}

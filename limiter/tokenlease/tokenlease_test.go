@@ -227,3 +227,33 @@ func TestInvalidWithLease(t *testing.T) {
 		}
 	}
 }
+
+// TestContinuousUseKeepsTheKeyHot: a key is hot while it was seen within
+// TTL, as the package doc says, not only until its lease expires. A key
+// in steady use whose lease ran out unspent leases again at once; it used
+// to take an exact decision first and lease only on the request after
+// (two round trips per TTL for a key that never went quiet).
+func TestContinuousUseKeepsTheKeyHot(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 4, TTL: 100 * time.Millisecond, Now: clock.Now})
+	for _, st := range []struct {
+		at     time.Duration
+		shared int64 // calls so far
+	}{
+		{0, 1},                      // t0: exact
+		{10 * time.Millisecond, 2},  // t1: lease 4, until t0+110ms
+		{90 * time.Millisecond, 2},  // t2: local; seen
+		{150 * time.Millisecond, 3}, // t3: the lease ran out, the key was seen 60 ms ago: lease again
+		{151 * time.Millisecond, 3}, // t4: local
+		{300 * time.Millisecond, 4}, // t5: quiet for longer than TTL: exact
+	} {
+		clock.Set(t0.Add(st.at))
+		if d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil || !d.Allowed {
+			t.Fatalf("at t0+%v: %+v %v", st.at, d, err)
+		}
+		if got := shared.n.Load(); got != st.shared {
+			t.Fatalf("at t0+%v: %d shared calls so far, want %d", st.at, got, st.shared)
+		}
+	}
+}
