@@ -257,3 +257,29 @@ func TestContinuousUseKeepsTheKeyHot(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLocalDecideParallel: decisions spent from leases by every
+// core at once, over 1,000 keys (as bench http's lease mode).
+func BenchmarkLocalDecideParallel(b *testing.B) {
+	s, _ := tokenlease.New(limiter.NewMemory(), tokenlease.Settings{Size: 1 << 30, TTL: time.Hour})
+	r := limiter.Rule{Name: "api", Limit: 1e12, Period: time.Second}
+	reqs := make([]limiter.Request, 1000)
+	ctx := context.Background()
+	for i := range reqs {
+		reqs[i] = limiter.Request{Key: fmt.Sprintf("client-%d", i), Rule: r}
+		for range 2 {
+			_, _ = s.Decide(ctx, reqs[i])
+		}
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(7919))
+		for pb.Next() {
+			i++
+			if d, err := s.Decide(ctx, reqs[i%len(reqs)]); err != nil || !d.Allowed {
+				b.Fatal("refused: ", err)
+			}
+		}
+	})
+}
