@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
@@ -44,15 +45,31 @@ func (s Settings) withDefaults() (Settings, error) {
 	return s, nil
 }
 
-// Store decides from leases where it can and asks shared otherwise.
-// Lock rule: mu guards leases and every *lease in it; it is never held
-// across a call to shared.
+// Store decides from leases where it can and asks shared otherwise. Its
+// leases are spread over shards by key, so that callers deciding for
+// different keys rarely wait for one another.
 type Store struct {
 	shared limiter.Store
 	set    Settings
+	seed   maphash.Seed
+	shards [numShards]shard
+}
+
+// numShards: a power of two, well above the cores that decide at once.
+const numShards = 64
+
+// shard holds the leases of some keys. Lock rule: mu guards leases, sweep
+// and every *lease in leases; it is never held across a call to shared.
+type shard struct {
 	mu     sync.Mutex
 	leases map[leaseKey]*lease
-	sweep  time.Time // next sweep of expired leases
+	sweep  time.Time // next sweep of cold leases
+	_      [64]byte  // keeps neighbouring shards' locks off one cache line
+}
+
+// shard is the shard of key.
+func (s *Store) shard(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)&(numShards-1)]
 }
 
 type leaseKey struct{ rule, key string }
@@ -73,7 +90,11 @@ func New(shared limiter.Store, s Settings) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{shared: shared, set: s, leases: make(map[leaseKey]*lease)}, nil
+	st := &Store{shared: shared, set: s, seed: maphash.MakeSeed()}
+	for i := range st.shards {
+		st.shards[i].leases = make(map[leaseKey]*lease)
+	}
+	return st, nil
 }
 
 // Decide spends a leased token when the key holds one, else decides
@@ -88,25 +109,25 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if req.Refund || req.Multiplier < 1 || req.Rule.Algorithm.IsWindow() {
 		return s.shared.Decide(ctx, req)
 	}
-	now, k := s.set.Now(), leaseKey{req.Rule.Name, req.Key}
-	s.mu.Lock()
-	l := s.leases[k]
+	now, k, sh := s.set.Now(), leaseKey{req.Rule.Name, req.Key}, s.shard(req.Key)
+	sh.mu.Lock()
+	l := sh.leases[k]
 	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
 	hot := known && !l.refilled
 	switch {
 	case hot:
 		l.refilled, l.seen = true, now
 	case !known:
-		s.sweepLocked(now)
+		sh.sweepLocked(now, s.set.TTL)
 		// seen: hot from now on. The key is copied: a caller's key may share
 		// its bytes with more than the key (enforce builds one buffer).
-		s.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now, seen: now}
+		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now, seen: now}
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	if !hot {
 		return s.shared.Decide(ctx, req)
 	}
-	return s.refill(ctx, req, k, l, now)
+	return s.refill(ctx, req, sh, l, now)
 }
 
 // spend is the local path: it decides req from the key's lease when the
@@ -120,23 +141,23 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 	if cost < 0 || req.Refund || req.Peek || req.Key == "" || !(m == 0 || m >= 1 && m <= math.MaxFloat64) {
 		return limiter.Decision{}, false
 	}
-	now := s.set.Now()
-	s.mu.Lock()
-	l := s.leases[leaseKey{req.Rule.Name, req.Key}]
+	now, sh := s.set.Now(), s.shard(req.Key)
+	sh.mu.Lock()
+	l := sh.leases[leaseKey{req.Rule.Name, req.Key}]
 	if l == nil || l.rule != req.Rule || !now.Before(l.expires) || l.tokens < cost {
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		return limiter.Decision{}, false
 	}
 	l.tokens -= cost
 	l.seen = now
 	rem := l.base + l.tokens
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
 }
 
 // refill leases a batch for req's key along with req's own cost; when the
 // shared store refuses the batch, req gets an exact decision.
-func (s *Store) refill(ctx context.Context, req limiter.Request, k leaseKey, l *lease, now time.Time) (limiter.Decision, error) {
+func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time) (limiter.Decision, error) {
 	n := min(s.set.Size, req.Rule.Capacity()-req.Cost)
 	lreq := req
 	lreq.Cost += n
@@ -146,12 +167,12 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, k leaseKey, l *
 		d, err = s.shared.Decide(ctx, lreq)
 	}
 	granted := n > 0 && err == nil && d.Allowed
-	s.mu.Lock()
+	sh.mu.Lock()
 	l.refilled = false
 	if granted {
 		l.tokens, l.base, l.expires = n, d.Remaining, now.Add(s.set.TTL)
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	if granted {
 		d.Remaining += n
 		return d, nil
@@ -163,15 +184,15 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, k leaseKey, l *
 }
 
 // sweepLocked drops the leases of keys gone cold (tokens expired, not
-// seen within TTL), at most once per TTL. s.mu is held.
-func (s *Store) sweepLocked(now time.Time) {
-	if now.Before(s.sweep) {
+// seen within ttl), at most once per ttl. sh.mu is held.
+func (sh *shard) sweepLocked(now time.Time, ttl time.Duration) {
+	if now.Before(sh.sweep) {
 		return
 	}
-	for k, l := range s.leases {
-		if !now.Before(l.expires) && now.Sub(l.seen) >= s.set.TTL && !l.refilled {
-			delete(s.leases, k)
+	for k, l := range sh.leases {
+		if !now.Before(l.expires) && now.Sub(l.seen) >= ttl && !l.refilled {
+			delete(sh.leases, k)
 		}
 	}
-	s.sweep = now.Add(s.set.TTL)
+	sh.sweep = now.Add(ttl)
 }
