@@ -256,3 +256,17 @@ func TestBatchPooledJobsUnderDeadlines(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d answered, %d gave up", answered.Load(), gaveUp.Load())
 }
+
+// TestMultArg: the multiplier is written as go-redis writes a float64
+// ('f', shortest), and a repeated value is not formatted again.
+func TestMultArg(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{}))
+	for _, m := range []float64{1, 0.9, 0.25, 1e-7, 0.1 + 0.2, 0.9} {
+		if got, want := s.multArg(m), strconv.FormatFloat(m, 'f', -1, 64); got != want {
+			t.Errorf("multArg(%v) = %q, want %q", m, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.multArg(0.9) }); n != 0 {
+		t.Errorf("multArg of the last value: %v allocs, want 0", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,7 @@ type Store struct {
 	err    error            // a bad prefix: every decision fails with it
 	set    Settings
 	multi  bool // batch scripts: c is a single Redis
+	mult   atomic.Pointer[multCache]
 
 	mu       sync.Mutex // guards queue and flushers
 	queue    []*job
