@@ -53,23 +53,54 @@ func (s Settings) withDefaults() (Settings, error) {
 }
 
 // enqueue adds j to the queue and starts a flusher when fewer than
-// Pipelines run. Lock rule: r.mu guards queue and flushers, nothing else.
-func (r *Store) enqueue(j *job) error {
+// Pipelines run, or, when the queue is empty and a pipeline is free, takes
+// that pipeline for j alone (alone): the caller then sends j itself
+// (sendAlone), with no goroutine started and none woken. Only on a client
+// that honours deadlines: the caller waits for its reply, bounded by its
+// deadline, where a queued caller stops waiting when its context ends. Lock rule: r.mu
+// guards queue and flushers, nothing else.
+func (r *Store) enqueue(j *job) (alone bool, err error) {
 	r.mu.Lock()
 	if len(r.queue) >= r.set.MaxWaiting {
 		r.mu.Unlock()
-		return ErrBusy
+		return false, ErrBusy
 	}
-	r.queue = append(r.queue, j)
-	start := r.flushers < r.set.Pipelines
-	if start {
+	free := r.flushers < r.set.Pipelines
+	if free {
 		r.flushers++
 	}
+	if free && len(r.queue) == 0 && r.alone {
+		r.mu.Unlock()
+		return true, nil
+	}
+	r.queue = append(r.queue, j)
 	r.mu.Unlock()
-	if start {
+	if free {
 		go r.flush()
 	}
-	return nil
+	return false, nil
+}
+
+// sendAlone sends j, which holds a pipeline of its own (enqueue), from the
+// caller's goroutine, bounded by the caller's ctx as an unbatched call is.
+// Decisions queued meanwhile get a flusher, which inherits the pipeline.
+func (r *Store) sendAlone(ctx context.Context, j *job) {
+	if j.err = ctx.Err(); j.err == nil {
+		sc := scratchPool.Get().(*scratch)
+		sc.batch = append(sc.batch[:0], j)
+		r.exec(ctx, sc.batch, sc)
+		clear(sc.batch)
+		scratchPool.Put(sc)
+	}
+	r.mu.Lock()
+	more := len(r.queue) > 0
+	if !more {
+		r.flushers--
+	}
+	r.mu.Unlock()
+	if more {
+		go r.flush()
+	}
 }
 
 // flush sends batches until the queue is empty, then exits.
@@ -115,17 +146,45 @@ func (r *Store) send(sc *scratch) {
 	}
 	if len(live) > 0 {
 		ctx, cancel := batchContext(live)
-		if r.multi {
-			r.sendScripts(ctx, live, sc)
-		} else {
-			r.sendPipelined(ctx, live)
-		}
+		r.exec(ctx, live, sc)
 		cancel()
 		for _, j := range live {
 			j.finish()
 		}
 	}
 	clear(sc.batch) // finished jobs belong to their callers or the pool
+}
+
+// exec runs jobs in one pipeline and fills in their replies and errors.
+// A job that failed once its own context ended gets the context's error
+// (the pipeline's deadline is the latest of its jobs', and a client that
+// honours it fails the batch with its own timeout error).
+func (r *Store) exec(ctx context.Context, jobs []*job, sc *scratch) {
+	if r.multi {
+		r.sendScripts(ctx, jobs, sc)
+	} else {
+		r.sendPipelined(ctx, jobs)
+	}
+	for _, j := range jobs {
+		if j.err != nil {
+			if err := ended(j.ctx); err != nil {
+				j.err = err
+			}
+		}
+	}
+}
+
+// ended is ctx's error, or context.DeadlineExceeded once its deadline
+// has passed: a read that timed out at the deadline may return before the
+// context's own timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // batchContext bounds a pipeline by the latest deadline of its jobs, or by

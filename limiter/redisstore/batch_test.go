@@ -226,10 +226,17 @@ func TestBatchClusterNoScript(t *testing.T) {
 // TestBatchPooledJobsUnderDeadlines: with callers giving up at random
 // (deadlines of 0 to 2 ms), a pooled job is never reused while its batch
 // still writes to it: every answer a caller gets is its own key's (each
-// goroutine's bucket holds a range of Remaining no other can reach).
+// goroutine's bucket holds a range of Remaining no other can reach). On a
+// client that honours deadlines lone decisions are also sent by their
+// callers (sendAlone).
 func TestBatchPooledJobsUnderDeadlines(t *testing.T) {
 	r := testenv.StartRedis(t)
-	s := New(r.Client(), limiter.WithPrefix("pool:"))
+	for name, c := range map[string]*redis.Client{"queued": r.Client(), "alone": r.DeadlineClient(0)} {
+		t.Run(name, func(t *testing.T) { pooledJobsUnderDeadlines(t, New(c, limiter.WithPrefix("pool:"+name+":"))) })
+	}
+}
+
+func pooledJobsUnderDeadlines(t *testing.T, s *Store) {
 	var wg sync.WaitGroup
 	var answered, gaveUp atomic.Int64
 	for g := range 16 {
@@ -255,4 +262,43 @@ func TestBatchPooledJobsUnderDeadlines(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d answered, %d gave up", answered.Load(), gaveUp.Load())
+}
+
+// TestMultArg: the multiplier is written as go-redis writes a float64
+// ('f', shortest), and a repeated value is not formatted again.
+func TestMultArg(t *testing.T) {
+	s := New(redis.NewClient(&redis.Options{}))
+	for _, m := range []float64{1, 0.9, 0.25, 1e-7, 0.1 + 0.2, 0.9} {
+		if got, want := s.multArg(m), strconv.FormatFloat(m, 'f', -1, 64); got != want {
+			t.Errorf("multArg(%v) = %q, want %q", m, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.multArg(0.9) }); n != 0 {
+		t.Errorf("multArg of the last value: %v allocs, want 0", n)
+	}
+}
+
+// TestAloneCallerDeadline: a lone decision, sent from its caller's
+// goroutine because a pipeline is free, still ends with its context's
+// error at its deadline while Redis is paused.
+func TestAloneCallerDeadline(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s, err := NewWithSettings(r.DeadlineClient(-1), Settings{Pipelines: 1}, limiter.WithPrefix("b:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(context.Background(), limiter.Request{Key: "warm", Rule: batchRule}); err != nil {
+		t.Fatal(err)
+	}
+	r.Pause()
+	defer r.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = s.Decide(ctx, limiter.Request{Key: "k", Rule: batchRule})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded while Redis is paused", err)
+	}
+	if n := s.flushing(); n != 0 {
+		t.Errorf("%d pipelines still held after the lone decision ended, want 0", n)
+	}
 }

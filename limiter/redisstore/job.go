@@ -30,7 +30,7 @@ type job struct {
 	per   int64 // µs, -1: the calendar month (periodArg)
 	capa  int64
 	cost  int64
-	m     float64
+	m     string // the multiplier, formatted once per value (multArg)
 	ref   string // "1": a refund
 	rep   [4]int64
 	err   error
@@ -68,8 +68,30 @@ func (r *Store) newJob(ctx context.Context, req *limiter.Request) *job {
 		j.now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
 	j.limit, j.per, j.capa = req.Rule.Limit, periodArg(&req.Rule), req.Rule.Capacity()
-	j.cost, j.m, j.ref = req.Cost, req.Multiplier, refundArg[b2i(req.Refund)]
+	j.cost, j.m, j.ref = req.Cost, r.multArg(req.Multiplier), refundArg[b2i(req.Refund)]
 	return j
+}
+
+// multArg is m as go-redis would write a float64 ('f', shortest), without
+// formatting it per decision: 1 is a constant, any other value is
+// formatted when it differs from the last one (a controller changes it at
+// most once per tick), which is the only allocation.
+func (r *Store) multArg(m float64) string {
+	if m == 1 {
+		return "1"
+	}
+	if c := r.mult.Load(); c != nil && c.m == m {
+		return c.s
+	}
+	c := &multCache{m: m, s: strconv.FormatFloat(m, 'f', -1, 64)}
+	r.mult.Store(c)
+	return c.s
+}
+
+// multCache is the last multiplier multArg formatted.
+type multCache struct {
+	m float64
+	s string
 }
 
 // release returns j to the pool.

@@ -93,30 +93,66 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // group is the decisions of one algorithm in a batch: one batch script,
 // whose command arguments are args ("evalsha", hash, numkeys, keys…, argv…).
 type group struct {
+	alg   int
 	jobs  []*job
 	args  []any
 	nkeys int
 	cmd   *redis.Cmd
 }
 
-// sendScripts sends one batch script per algorithm in the batch, all in
-// one pipeline (single Redis only), then EVAL for those that met NOSCRIPT.
+// sendScripts sends one batch script per algorithm in the batch (single
+// Redis only): one command alone, more in one pipeline; then EVAL for those
+// that met NOSCRIPT.
 func (r *Store) sendScripts(ctx context.Context, jobs []*job, sc *scratch) {
 	for _, j := range jobs {
 		g := &sc.groups[j.alg]
 		g.jobs = append(g.jobs, j)
 	}
+	var one *group
+	n := 0
+	for a := range sc.groups {
+		if g := &sc.groups[a]; len(g.jobs) > 0 {
+			g.build(a)
+			one, n = g, n+1
+		}
+	}
+	if n == 1 { // the usual batch: no pipeline to build and run
+		one.cmd = r.c.Do(ctx, one.args...)
+		if isNoScript(one.cmd.Err()) {
+			one.cmd = r.c.Do(ctx, append([]any{"eval", batchSrcs[one.alg]}, one.args[2:]...)...)
+		}
+	} else {
+		r.pipeScripts(ctx, sc)
+	}
+	for a := range sc.groups {
+		if g := &sc.groups[a]; len(g.jobs) > 0 {
+			g.spread()
+			clear(g.args)
+			clear(g.jobs)
+			g.jobs, g.args, g.cmd = g.jobs[:0], g.args[:0], nil
+		}
+	}
+}
+
+// build makes g's command arguments for algorithm a.
+func (g *group) build(a int) {
+	g.alg = a
+	g.args = append(g.args[:0], "evalsha", batchShas[a], &g.nkeys)
+	for _, j := range g.jobs {
+		g.args = j.appendKeys(g.args)
+	}
+	g.nkeys = len(g.args) - 3
+	for _, j := range g.jobs {
+		g.args = j.appendArgs(g.args)
+	}
+}
+
+// pipeScripts sends the built groups of sc in one pipeline, then EVAL for
+// those that met NOSCRIPT.
+func (r *Store) pipeScripts(ctx context.Context, sc *scratch) {
 	pipe, again := r.c.Pipeline(), redis.Pipeliner(nil)
 	for a := range sc.groups {
 		if g := &sc.groups[a]; len(g.jobs) > 0 {
-			g.args = append(g.args[:0], "evalsha", batchShas[a], &g.nkeys)
-			for _, j := range g.jobs {
-				g.args = j.appendKeys(g.args)
-			}
-			g.nkeys = len(g.args) - 3
-			for _, j := range g.jobs {
-				g.args = j.appendArgs(g.args)
-			}
 			g.cmd = pipe.Do(ctx, g.args...)
 		}
 	}
@@ -131,14 +167,6 @@ func (r *Store) sendScripts(ctx context.Context, jobs []*job, sc *scratch) {
 	}
 	if again != nil {
 		_, _ = again.Exec(ctx)
-	}
-	for a := range sc.groups {
-		if g := &sc.groups[a]; len(g.jobs) > 0 {
-			g.spread()
-			clear(g.args)
-			clear(g.jobs)
-			g.jobs, g.args, g.cmd = g.jobs[:0], g.args[:0], nil
-		}
 	}
 }
 

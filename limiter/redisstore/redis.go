@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,8 @@ type Store struct {
 	err    error            // a bad prefix: every decision fails with it
 	set    Settings
 	multi  bool // batch scripts: c is a single Redis
+	alone  bool // a lone decision may be sent from its caller: c honours deadlines
+	mult   atomic.Pointer[multCache]
 
 	mu       sync.Mutex // guards queue and flushers
 	queue    []*job
@@ -51,7 +54,9 @@ func NewWithSettings(c redis.UniversalClient, s Settings, opts ...limiter.Option
 	}
 	o := limiter.NewOptions(opts...)
 	_, single := c.(*redis.Client)
-	return &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix), set: s, multi: single}, nil
+	r := &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix), set: s, multi: single}
+	r.alone = r.HonoursDeadlines() == nil
+	return r, nil
 }
 
 // CheckPrefix reports a key prefix the store cannot use: one with { or },
@@ -100,7 +105,9 @@ func (r *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	return decision(&req, rep)
 }
 
-// run sends j alone (MaxBatch 1) or through the queue, and releases it.
+// run sends j unbatched (MaxBatch 1), alone from this goroutine when a
+// pipeline is free and nothing waits (sendAlone), or through the queue, and
+// releases it.
 func (r *Store) run(ctx context.Context, j *job) ([4]int64, error) {
 	if r.set.MaxBatch == 1 {
 		defer j.release()
@@ -110,9 +117,15 @@ func (r *Store) run(ctx context.Context, j *job) ([4]int64, error) {
 		}
 		return replyInts(res)
 	}
-	if err := r.enqueue(j); err != nil {
+	alone, err := r.enqueue(j)
+	if err != nil || alone {
+		if alone {
+			r.sendAlone(ctx, j)
+			err = j.err
+		}
+		rep := j.rep
 		j.release()
-		return [4]int64{}, err
+		return rep, err
 	}
 	return j.await(ctx)
 }
