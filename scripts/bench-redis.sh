@@ -33,9 +33,12 @@ declare -A sha args results usec
 sha[plain]=$(load "$(cat "$plain")"); args[plain]="1 key 100 100 1"
 names="plain"
 for alg in $algs; do
-  # now="" (Redis TIME), limit 100/s, capacity 100, cost 1, multiplier 1
-  keys="1 {key}:$alg"; [ "$alg" = sliding_window_log ] && keys="2 {key}:$alg {key}:$alg:a"
-  sha[$alg]=$(load "$(cat "limiter/redisstore/lua/$alg.lua")"); args[$alg]="$keys '' 100 1000000 100 1 1 ''"
+  # now="" (Redis TIME), limit 100/s, capacity 100, cost 1, multiplier 1, no
+  # refund; the client key (a field of the slot's hash; the second key is
+  # where older versions kept the state). The sliding log keeps two keys.
+  keys="2 {key}:$alg {key}:$alg:old"; argv="'' 100 1000000 100 1 1 '' client"
+  [ "$alg" = sliding_window_log ] && keys="2 {key}:$alg {key}:$alg:a" && argv="'' 100 1000000 100 1 1 ''"
+  sha[$alg]=$(load "$(cat "limiter/redisstore/lua/$alg.lua")"); args[$alg]="$keys $argv"
   names="$names $alg"
   if [ -n "${OLD_LUA:-}" ]; then
     keys="1 {old}:$alg"; [ "$alg" = sliding_window_log ] && keys="2 {old}:$alg {old}:$alg:a"
