@@ -53,14 +53,7 @@ func BenchmarkMiddleware(b *testing.B) {
 // a header. "none" is the hello world alone: the middleware costs the
 // difference.
 func BenchmarkMiddlewareHTTP(b *testing.B) {
-	p := enforce.Policy{
-		Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
-		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}}},
-	}
-	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := benchHTTPEnforcer(b)
 	body := []byte("Hello, World!")
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -89,4 +82,20 @@ func BenchmarkMiddlewareHTTP(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchHTTPEnforcer is the enforcer of `throttled bench http`: one rule
+// per API key, unassigned keys at the default tier, a quota no client
+// reaches, the in-memory store.
+func benchHTTPEnforcer(tb testing.TB) *enforce.Enforcer {
+	tb.Helper()
+	p := enforce.Policy{
+		Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}}},
+	}
+	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
 }

@@ -70,14 +70,7 @@ func TestHeadersOfEachLimit(t *testing.T) {
 // key and the header values, one slice for the values), beyond the
 // headers map's own room.
 func TestMiddlewareAllocs(t *testing.T) {
-	p := enforce.Policy{
-		Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
-		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}}},
-	}
-	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := benchHTTPEnforcer(t)
 	h := e.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	r := httptest.NewRequest("GET", "/hello", nil)
 	r.RemoteAddr = "127.0.0.1:54321"
