@@ -342,7 +342,7 @@ func TestStepMeasuredCutHoldsAtTheFit(t *testing.T) {
 	if got, want := knees(st), []float64{0, 0, 0.6 + 0.25/4}; !near(got, want) {
 		t.Fatalf("knees after a measured cut %v, want %v", got, want)
 	}
-	st = runSteps(t, law, st, []step{
+	runSteps(t, law, st, []step{
 		{2 * s, ok(2 * s), []float64{1, 1, 0.6}, hhh, h, 1},   // held at the fit
 		{30 * s, ok(30 * s), []float64{1, 1, 0.6}, hhh, h, 1}, // still
 		{61 * s, ok(61 * s), []float64{1, 1, 0.9}, hhi, h, 2}, // ProbeAfter since the cut: a probe, 0.6 × room
