@@ -166,6 +166,10 @@ func (g *Gate) Close() {
 }
 
 // tryInc takes a permit if fewer than limit are held, and keeps the peak.
+// The limit is read again after the increment: one read before a
+// concurrent SetLimit shrank it would otherwise admit a call above the new
+// limit, after SetLimit's caller may have seen the calls in flight within
+// it (TestGateUnderLoadLeaksNoPermit caught one in a CI run).
 func (g *Gate) tryInc() bool {
 	for {
 		cur := g.inflight.Load()
@@ -173,6 +177,10 @@ func (g *Gate) tryInc() bool {
 			return false
 		}
 		if g.inflight.CompareAndSwap(cur, cur+1) {
+			if cur+1 > g.limit.Load() { // shrunk meanwhile: not ours to take
+				g.inflight.Add(-1)
+				return false
+			}
 			for p := g.peak.Load(); cur+1 > p && !g.peak.CompareAndSwap(p, cur+1); p = g.peak.Load() {
 			}
 			return true
