@@ -57,8 +57,8 @@ func (s Settings) withDefaults() (Settings, error) {
 // that pipeline for j alone (alone): the caller then sends j itself
 // (sendAlone), with no goroutine started and none woken. Only on a client
 // that honours deadlines: the caller waits for its reply, bounded by its
-// deadline, where a queued caller stops waiting when its context ends. Lock rule: r.mu
-// guards queue and flushers, nothing else.
+// deadline, where a queued caller stops waiting when its context ends.
+// Lock rule: r.mu guards queue and flushers, nothing else.
 func (r *Store) enqueue(j *job) (alone bool, err error) {
 	r.mu.Lock()
 	if len(r.queue) >= r.set.MaxWaiting {
