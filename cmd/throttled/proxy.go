@@ -62,8 +62,8 @@ func (m *upstreamMetrics) wrap(next http.RoundTripper) http.RoundTripper {
 		resp, err := next.RoundTrip(r)
 		end := time.Now()
 		m.latency.Observe(end.Sub(start).Seconds())
-		if at, ok := r.Context().Value(gateAtKey{}).(time.Time); ok {
-			start = at
+		if c := callOf(r.Context()); c != nil && !c.gateAt.IsZero() {
+			start = c.gateAt
 		}
 		m.admitted.Observe(end.Sub(start).Seconds())
 		code := "502"
@@ -119,13 +119,31 @@ func refuseBody(w http.ResponseWriter, limit int64) {
 		strconv.FormatInt(limit, 10)+"}\n"))
 }
 
-// resultKey carries a request's *enforce.Result to ModifyResponse and the
-// error handler, which write its rate-limit headers.
-type resultKey struct{}
+// callKey carries a request's *proxyCall to the upstream metrics,
+// ModifyResponse and the error handler: one context value, one request
+// clone, whatever they need of it.
+type callKey struct{}
 
-// gateAtKey carries when a request asked the inner loop's gate for a
-// permit (a time.Time) to the upstream metrics.
-type gateAtKey struct{}
+// proxyCall is what the upstream's side needs of a proxied request.
+type proxyCall struct {
+	res    enforce.Result // its rate-limit headers and tier, if hasRes
+	hasRes bool           // limited, or behind breakers
+	gateAt time.Time      // when it asked the inner loop's gate for a permit; zero without a gate
+}
+
+// callOf is the request's proxyCall, nil when it has none.
+func callOf(ctx context.Context) *proxyCall {
+	c, _ := ctx.Value(callKey{}).(*proxyCall)
+	return c
+}
+
+// result is the call's enforce.Result, nil when it has none to write.
+func (c *proxyCall) result() *enforce.Result {
+	if c == nil || !c.hasRes {
+		return nil
+	}
+	return &c.res
+}
 
 // latencyBuckets are the upstream histogram's buckets, in seconds.
 var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
@@ -182,22 +200,22 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 			}
 			defer p.Release()
 		}
-		ctx := r.Context()
+		var call proxyCall
 		if s.gate != nil {
 			at := time.Now()
-			p, err := s.gate.Acquire(ctx, res.Priority)
+			p, err := s.gate.Acquire(r.Context(), res.Priority)
 			if err != nil {
 				s.refuseGate(w, res.Tier, err)
 				return
 			}
 			defer p.Release()
-			ctx = context.WithValue(ctx, gateAtKey{}, at)
+			call.gateAt = at
 		}
 		if res.Limited || s.breakers != nil {
-			ctx = context.WithValue(ctx, resultKey{}, &res)
+			call.res, call.hasRes = res, true
 		}
-		if ctx != r.Context() {
-			r = r.WithContext(ctx)
+		if call.hasRes || !call.gateAt.IsZero() {
+			r = r.WithContext(context.WithValue(r.Context(), callKey{}, &call))
 		}
 		rp.ServeHTTP(w, r)
 	})
@@ -258,8 +276,8 @@ func fromTrusted(addr string, trusted []netip.Prefix) bool {
 // replacing any the upstream sent under the same names, so that a client
 // never sees two X-RateLimit-Limit values.
 func oursWin(resp *http.Response) error {
-	res, ok := resp.Request.Context().Value(resultKey{}).(*enforce.Result)
-	if !ok {
+	res := callOf(resp.Request.Context()).result()
+	if res == nil {
 		return nil
 	}
 	ours := http.Header{}
@@ -321,7 +339,7 @@ func (s *stack) refuse503(w http.ResponseWriter, msg, reason, tier, rule string,
 // body passed max_body_bytes, a fast 503 while the route's breaker is
 // open (the rule is the breaker's name), 502 otherwise.
 func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	res, _ := r.Context().Value(resultKey{}).(*enforce.Result)
+	res := callOf(r.Context()).result()
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(context.Cause(r.Context()), &tooBig) {
 		if res != nil {
 			res.WriteHeaders(w.Header())
