@@ -16,27 +16,7 @@ import (
 // startServeLogged is startServe with its JSON log (debug level off) in logs.
 func startServeLogged(t *testing.T, cfg *Config, logs *syncBuffer) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan map[string]string, 1)
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), started) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not stop within 20s of cancel")
-		}
-	})
-	select {
-	case addrs := <-started:
-		return addrs
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not start in 20s")
-	}
-	return nil
+	return startServeWith(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 }
 
 // TestConfigPrometheusSelector: with prometheus.url and a default query in

@@ -52,12 +52,17 @@ controller:
 // startServe runs `serve` in-process and returns its bound addresses.
 func startServe(t *testing.T, cfg *Config) map[string]string {
 	t.Helper()
+	return startServeWith(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// startServeWith is startServe logging to log; serve stops at the test's
+// end.
+func startServeWith(t *testing.T, cfg *Config, log *slog.Logger) map[string]string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan map[string]string, 1)
-	done := make(chan struct{})
-	var err error
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { defer close(done); err = runServe(ctx, cfg, log, started) }()
+	done := make(chan error, 1)
+	go func() { done <- runServe(ctx, cfg, log, started) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -69,7 +74,7 @@ func startServe(t *testing.T, cfg *Config) map[string]string {
 	select {
 	case addrs := <-started:
 		return addrs
-	case <-done:
+	case err := <-done:
 		t.Fatalf("serve: %v", err)
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not start in 20s")
