@@ -3,8 +3,9 @@
 # interleaved, RUNS rounds (medians printed at the end):
 #   - plain:    redis-benchmark -c 64 -n N evalsha SHA 1 key 100 100 1
 #               (../shared/bench/plain-token-bucket.lua, no pipelining)
-#   - <alg>:    redis-benchmark -c 64 -n N evalsha on each of our scripts as
-#               it is, with the Redis-side cost from INFO commandstats
+#   - <alg>:    redis-benchmark -c 64 -n N evalsha on each of our whole
+#               scripts (prelude + algorithm + store, as the store runs
+#               them), with the Redis-side cost from INFO commandstats
 #               (cmdstat_evalsha usec_per_call, stats reset before each)
 #   - decisions: throttled bench decisions --store redis --concurrency 64
 #               --keys 10000 --duration DUR (batched pipelines)
@@ -38,7 +39,10 @@ for alg in $algs; do
   # where older versions kept the state). The sliding log keeps two keys.
   keys="2 {key}:$alg {key}:$alg:old"; argv="'' 100 1000000 100 1 1 '' client"
   [ "$alg" = sliding_window_log ] && keys="2 {key}:$alg {key}:$alg:a" && argv="'' 100 1000000 100 1 1 ''"
-  sha[$alg]=$(load "$(cat "limiter/redisstore/lua/$alg.lua")"); args[$alg]="$keys $argv"
+  # the whole script, its parts joined as limiter/redisstore/scripts.go joins them
+  parts=(limiter/redisstore/lua/part/prelude.lua "limiter/redisstore/lua/$alg.lua")
+  [ "$alg" = sliding_window_log ] || parts+=(limiter/redisstore/lua/part/store.lua)
+  sha[$alg]=$(load "$(cat "${parts[@]}")"); args[$alg]="$keys $argv"
   names="$names $alg"
   if [ -n "${OLD_LUA:-}" ]; then
     keys="1 {old}:$alg"; [ "$alg" = sliding_window_log ] && keys="2 {old}:$alg {old}:$alg:a"

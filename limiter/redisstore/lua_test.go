@@ -7,11 +7,12 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 )
 
-// Every script is a complete file (so it runs with redis-benchmark as it
-// is) and they share one prelude, which reads ARGV, one TTL rule (time to
-// refill in ms, rounded up, plus one second) and one reply, and all but
-// the sliding log one way to store a bucket's field: an edit to one must
-// be made to all.
+// Every whole script (ScriptSource: its parts joined) has the one prelude,
+// which reads ARGV, one TTL rule (time to refill in ms, rounded up, plus
+// one second) and one reply, and all but the sliding log the one way to
+// store a bucket's field. The prelude and the store are shared parts
+// (lua/part); the TTL rule and the sliding log's reply are each script's
+// own, so this still guards them.
 func TestScriptsSharePreludeAndFinish(t *testing.T) {
 	const preludeEnd, finishStart = "local eps = 1e-9\n", "return {"
 	const ttl = "math.ceil(math.min(ttl, maxus) / 1000) + 1000"

@@ -7,9 +7,14 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 )
 
-// The scripts live in lua/, one complete file per algorithm, so that they
-// can be read, linted and run with redis-benchmark as they are. Each decides
-// for one client key with
+// The scripts are made of parts in lua/: part/prelude.lua (reads ARGV and
+// the clock), lua/<algorithm>.lua (the algorithm, in the core's words) and,
+// for every algorithm whose state is a field of a bucket (all but the
+// sliding log), part/store.lua (writes the field with its expiry, keeps the
+// bucket's TTL, sweeps expired fields, replies). ScriptSource is the whole
+// script, for operators who preload scripts and for redis-benchmark
+// (scripts/bench-redis.sh joins the parts the same way). Each decides for
+// one client key with
 //
 //	KEYS = Bucket, Key (the sliding log: Key, Key + ":a")
 //	ARGV = now_us ("" = read Redis TIME), limit, period_us (-1: the calendar month), capacity, cost,
@@ -20,20 +25,27 @@ import (
 // mirror the core's algorithms operation by operation. Numbers passed to
 // redis.call keep 17 significant digits (exact doubles); strings built with
 // Lua's tostring or ".." would keep only 14, so the sliding log's f()
-// formats its members. The prelude and the meters define no functions: a
-// closure is made on every EVALSHA.
+// formats its members. The parts define no functions: a closure is made on
+// every EVALSHA.
 //
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/part/*.lua
 var luaFiles embed.FS
 
 // sources are the scripts' text, indexed by Algorithm.
 var sources = func() (s [limiter.NumAlgorithms]string) {
-	for _, a := range limiter.Algorithms() {
-		b, err := luaFiles.ReadFile("lua/" + a.String() + ".lua")
+	read := func(name string) string {
+		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
 		if err != nil {
-			panic("redisstore: missing script for " + a.String()) // caught by every test run
+			panic("redisstore: missing script " + name) // caught by every test run
 		}
-		s[a] = string(b)
+		return string(b)
+	}
+	prelude, store := read("part/prelude"), read("part/store")
+	for _, a := range limiter.Algorithms() {
+		s[a] = prelude + read(a.String())
+		if a != limiter.SlidingWindowLog { // its state is two sorted sets, not a field
+			s[a] += store
+		}
 	}
 	return s
 }()
@@ -46,9 +58,9 @@ var scripts = func() (s [limiter.NumAlgorithms]*redis.Script) {
 	return s
 }()
 
-// ScriptSource is the Lua source of an algorithm's script (the file
-// lua/<algorithm>.lua), for operators who preload scripts and for benchmarks
-// with redis-benchmark.
+// ScriptSource is the Lua source of an algorithm's whole script (its parts
+// joined), for operators who preload scripts and for benchmarks with
+// redis-benchmark.
 func ScriptSource(a limiter.Algorithm) string {
 	if int(a) >= len(sources) {
 		return ""

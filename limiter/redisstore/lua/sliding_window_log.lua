@@ -2,20 +2,9 @@
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key (unused here).
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
--- It mirrors limiter/windows.go operation by operation. The prelude (up to "local eps")
--- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
-local refund = ARGV[7] == '1'
-local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
-local eps = 1e-9
+-- It mirrors limiter/windows.go operation by operation. It runs after part/prelude.lua
+-- (scripts.go joins them; ScriptSource is the whole script). The TTL rule (refill time in ms + 1 s)
+-- and the reply are the same in every script; a test checks it.
 local function f(x) return string.format('%.17g', x) end
 -- KEYS[1] logs every unit sent that was not over quota, KEYS[2] the units admitted.
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', f(now - period))

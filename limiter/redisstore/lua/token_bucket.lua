@@ -3,20 +3,9 @@
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
--- It mirrors limiter/algorithms.go operation by operation. The prelude (up to "local eps"),
--- the TTL rule (refill time in ms + 1 s) and the reply are the same in every script; a test checks it.
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local cost, m = tonumber(ARGV[5]), tonumber(ARGV[6])
-local refund = ARGV[7] == '1'
-local maxus = 9e15 -- limiter.MaxWait: the longest wait a reply says
-local eps = 1e-9
+-- It mirrors limiter/algorithms.go operation by operation. It runs after part/prelude.lua and before part/store.lua
+-- (scripts.go joins them; ScriptSource is the whole script). The TTL rule (refill time in ms + 1 s)
+-- and the reply are the same in every script; a test checks it.
 local rate = limit / period
 local arate = rate * m
 local capa = math.max(burst * m, cost)
@@ -51,25 +40,3 @@ local ttl = math.max(reset, (capa - a) / arate)
 local ms = math.ceil(math.min(ttl, maxus) / 1000) + 1000
 local exp = math.min(math.ceil((now / 1000 + ms) / 1000), 4294967295)
 local st = struct.pack('<dddI4', q, a, math.max(ts, now), exp)
--- Store (the same in every script): the field, with its expiry in whole
--- seconds; the bucket's TTL covers its latest field; every 8th new field
--- sweeps the bucket's expired fields (a sample of them in a big bucket).
-local pttl = math.ceil(exp * 1000 - now / 1000)
-if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
-  local n = redis.call('HLEN', KEYS[1])
-  if n == 1 then redis.call('PEXPIRE', KEYS[1], pttl)
-  else
-    redis.call('PEXPIRE', KEYS[1], pttl, 'GT')
-    if n % 8 == 0 then
-      local all
-      if n > 128 then all = redis.call('HRANDFIELD', KEYS[1], 16, 'WITHVALUES')
-      else all = redis.call('HGETALL', KEYS[1]) end
-      local dead = {}
-      for i = 2, #all, 2 do
-        if struct.unpack('<I4', all[i], #all[i] - 3) * 1000000 < now then dead[#dead + 1] = all[i - 1] end
-      end
-      if #dead > 0 then redis.call('HDEL', KEYS[1], unpack(dead)) end
-    end
-  end
-elseif exp > old then redis.call('PEXPIRE', KEYS[1], pttl, 'GT') end
-return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
