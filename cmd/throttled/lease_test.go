@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -61,25 +60,6 @@ func admit(t *testing.T, s *stack, k string) bool {
 	return res.Allowed
 }
 
-// evalshas is INFO commandstats' count of EVALSHA since the last reset.
-func evalshas(t *testing.T, c *redis.Client) int {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, err := strconv.Atoi(v[:strings.IndexByte(v, ',')])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	return 0
-}
-
 // TestLeaseRuleDecidesLocally: a rule with `lease: {size: 20}` decides 200
 // requests of one key with about one script call per 21 (the first
 // decision is exact, then each lease takes 1 + 20 tokens); the same rule
@@ -103,7 +83,7 @@ func TestLeaseRuleDecidesLocally(t *testing.T) {
 				t.Fatalf("lease %q: request %d refused under a quota of 1000", tc.lease, i)
 			}
 		}
-		if n := evalshas(t, c); n < tc.min || n > tc.max {
+		if n := testenv.EvalshaCalls(t, c); n < tc.min || n > tc.max {
 			t.Errorf("lease %q: %d script calls for 200 decisions, want %d..%d", tc.lease, n, tc.min, tc.max)
 		}
 	}

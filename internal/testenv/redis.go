@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,4 +118,24 @@ func (r *Redis) Stop() {
 		r.Resume()
 		r.Proc.Kill()
 	}
+}
+
+// EvalshaCalls is INFO commandstats' count of EVALSHA on c since the last
+// CONFIG RESETSTAT (0 before the first).
+func EvalshaCalls(tb testing.TB, c *redis.Client) int {
+	tb.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+			n, err := strconv.Atoi(v[:strings.IndexByte(v, ',')])
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
 }

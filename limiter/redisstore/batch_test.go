@@ -71,24 +71,6 @@ func stalled(t *testing.T, set Settings, prep ...func(*Store, *redis.Client)) (s
 	return s, c, resume
 }
 
-// evalshaCalls is INFO commandstats' count of EVALSHA.
-func evalshaCalls(t *testing.T, c *redis.Client) int {
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, err := strconv.Atoi(v[:strings.IndexByte(v, ',')])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	return 0
-}
-
 // TestBatchCoalesces: decisions that arrive while the pipeline is busy
 // leave together, as one batch script, and each gets its own answer.
 func TestBatchCoalesces(t *testing.T) {
@@ -118,7 +100,7 @@ func TestBatchCoalesces(t *testing.T) {
 	if len(seen) != n || !seen[99] || !seen[100-n] {
 		t.Errorf("remaining values %v: want each of %d..99 once", seen, 100-n)
 	}
-	if got := evalshaCalls(t, c); got != 2 { // the stuck one, then the batch
+	if got := testenv.EvalshaCalls(t, c); got != 2 { // the stuck one, then the batch
 		t.Errorf("EVALSHA calls = %d, want 2", got)
 	}
 }
