@@ -32,7 +32,6 @@ type memShard struct {
 	// m holds the keys' states, a map per algorithm (a key's state under
 	// each is its own), so that a lookup hashes and compares the key alone.
 	m        [NumAlgorithms]map[string]*memEntry
-	n        int // keys in m
 	overflow map[overflowKey]*overflowEntry
 	inserts  uint32
 	last     float64  // µs: the latest time this shard decided at (own clock)
@@ -150,16 +149,24 @@ func (sh *memShard) entry(alg Algorithm, key, rule string, now float64, limit in
 		return e
 	}
 	sh.inserts++
-	if sh.inserts%256 == 0 || sh.n >= limit {
+	if sh.inserts%256 == 0 || sh.keys() >= limit {
 		sh.sweep(now, 128)
 	}
-	if sh.n >= limit {
+	if sh.keys() >= limit {
 		return sh.overflowEntry(overflowKey{rule, alg})
 	}
 	e := &memEntry{alg: alg}
 	sh.m[alg][strings.Clone(key)] = e
-	sh.n++
 	return e
+}
+
+// keys is the number of keys in sh.m. The caller holds sh.mu.
+func (sh *memShard) keys() int {
+	n := 0
+	for _, m := range sh.m {
+		n += len(m)
+	}
+	return n
 }
 
 // overflowEntry finds or makes the overflow state for ok and counts the
@@ -180,7 +187,6 @@ func (sh *memShard) sweep(now float64, budget int) {
 		for k, e := range m {
 			if e.expire <= now {
 				delete(m, k)
-				sh.n--
 			}
 			if budget--; budget == 0 {
 				return
@@ -195,7 +201,7 @@ func (m *Memory) Len() int {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += sh.keys()
 		sh.mu.Unlock()
 	}
 	return n
