@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,5 +94,36 @@ func TestBenchHTTPHandlersDecide(t *testing.T) {
 	}
 	if n, err := rdb.DBSize(context.Background()).Result(); err != nil || n == 0 {
 		t.Errorf("redis holds %d keys (%v) after the redis and lease modes decided: want their buckets", n, err)
+	}
+}
+
+// Each peer of bench http limits per API key: with a quota of one request
+// (rate 1/s, burst 1) a key's second request at once is refused with 429,
+// while another key is still served.
+func TestBenchHTTPPeersDecide(t *testing.T) {
+	r := testenv.StartRedis(t)
+	rdb := r.Client()
+	for _, m := range []string{peerXRate, peerEcho, peerNaiveRedis} {
+		h, ok := peerHandler(m, rdb, 1, 1)
+		if !ok {
+			t.Fatalf("%s: no peer", m)
+		}
+		var got []int
+		for _, key := range []string{"k1", "k1", "k2"} {
+			req := httptest.NewRequest("GET", "/hello", nil)
+			req.Header.Set("X-API-Key", key)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			got = append(got, w.Code)
+		}
+		if want := []int{200, 429, 200}; !slices.Equal(got, want) {
+			t.Errorf("%s: k1, k1, k2 answered %v, want %v", m, got, want)
+		}
+	}
+	if n, err := rdb.Exists(context.Background(), benchPrefix+"naive:k1", benchPrefix+"naive:k2").Result(); err != nil || n != 2 {
+		t.Errorf("naive-redis left %d of its 2 buckets in redis (%v)", n, err)
+	}
+	if _, ok := peerHandler("nginx", rdb, 1, 1); ok {
+		t.Error("peerHandler made a peer of an unknown mode")
 	}
 }
