@@ -52,39 +52,38 @@ func (s Settings) withDefaults() (Settings, error) {
 	return s, nil
 }
 
-// enqueue adds j to the queue and starts a flusher when fewer than
+// enqueue adds j to l's queue and starts a flusher when fewer than
 // Pipelines run, or, when the queue is empty and a pipeline is free, takes
 // that pipeline for j alone (alone): the caller then sends j itself
 // (sendAlone), with no goroutine started and none woken. Only on a client
 // that honours deadlines: the caller waits for its reply, bounded by its
 // deadline, where a queued caller stops waiting when its context ends.
-// Lock rule: r.mu guards queue and flushers, nothing else.
-func (r *Store) enqueue(j *job) (alone bool, err error) {
-	r.mu.Lock()
-	if len(r.queue) >= r.set.MaxWaiting {
-		r.mu.Unlock()
+func (r *Store) enqueue(l *lane, j *job) (alone bool, err error) {
+	l.mu.Lock()
+	if len(l.queue) >= r.set.MaxWaiting {
+		l.mu.Unlock()
 		return false, ErrBusy
 	}
-	free := r.flushers < r.set.Pipelines
+	free := l.flushers < r.set.Pipelines
 	if free {
-		r.flushers++
+		l.flushers++
 	}
-	if free && len(r.queue) == 0 && r.alone {
-		r.mu.Unlock()
+	if free && len(l.queue) == 0 && r.alone {
+		l.mu.Unlock()
 		return true, nil
 	}
-	r.queue = append(r.queue, j)
-	r.mu.Unlock()
+	l.queue = append(l.queue, j)
+	l.mu.Unlock()
 	if free {
-		go r.flush()
+		go r.flush(l)
 	}
 	return false, nil
 }
 
-// sendAlone sends j, which holds a pipeline of its own (enqueue), from the
-// caller's goroutine, bounded by the caller's ctx as an unbatched call is.
-// Decisions queued meanwhile get a flusher, which inherits the pipeline.
-func (r *Store) sendAlone(ctx context.Context, j *job) {
+// sendAlone sends j, which holds a pipeline of l of its own (enqueue), from
+// the caller's goroutine, bounded by the caller's ctx as an unbatched call
+// is. Decisions queued meanwhile get a flusher, which inherits the pipeline.
+func (r *Store) sendAlone(ctx context.Context, l *lane, j *job) {
 	if j.err = ctx.Err(); j.err == nil {
 		sc := scratchPool.Get().(*scratch)
 		sc.batch = append(sc.batch[:0], j)
@@ -92,42 +91,42 @@ func (r *Store) sendAlone(ctx context.Context, j *job) {
 		clear(sc.batch)
 		scratchPool.Put(sc)
 	}
-	r.mu.Lock()
-	more := len(r.queue) > 0
+	l.mu.Lock()
+	more := len(l.queue) > 0
 	if !more {
-		r.flushers--
+		l.flushers--
 	}
-	r.mu.Unlock()
+	l.mu.Unlock()
 	if more {
-		go r.flush()
+		go r.flush(l)
 	}
 }
 
-// flush sends batches until the queue is empty, then exits.
-func (r *Store) flush() {
+// flush sends batches of l until its queue is empty, then exits.
+func (r *Store) flush(l *lane) {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	for {
 		if r.set.Linger > 0 {
-			r.mu.Lock()
-			short := len(r.queue) < r.set.MaxBatch
-			r.mu.Unlock()
+			l.mu.Lock()
+			short := len(l.queue) < r.set.MaxBatch
+			l.mu.Unlock()
 			if short {
 				time.Sleep(r.set.Linger)
 			}
 		}
-		r.mu.Lock()
-		n := min(len(r.queue), r.set.MaxBatch)
+		l.mu.Lock()
+		n := min(len(l.queue), r.set.MaxBatch)
 		if n == 0 {
-			r.flushers--
-			r.mu.Unlock()
+			l.flushers--
+			l.mu.Unlock()
 			return
 		}
-		sc.batch = append(sc.batch[:0], r.queue[:n]...)
-		k := copy(r.queue, r.queue[n:])
-		clear(r.queue[k:])
-		r.queue = r.queue[:k]
-		r.mu.Unlock()
+		sc.batch = append(sc.batch[:0], l.queue[:n]...)
+		k := copy(l.queue, l.queue[n:])
+		clear(l.queue[k:])
+		l.queue = l.queue[:k]
+		l.mu.Unlock()
 		r.send(sc)
 	}
 }

@@ -20,16 +20,18 @@ var batchRule = limiter.Rule{Name: "b", Limit: 100, Period: time.Hour, Burst: 10
 
 // queued is how many decisions wait for a pipeline.
 func (r *Store) queued() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.queue)
+	l := &r.lanes.one
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
 }
 
 // flushing is how many pipelines run or are about to.
 func (r *Store) flushing() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.flushers
+	l := &r.lanes.one
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushers
 }
 
 // untilQueued waits until n decisions wait for a pipeline.

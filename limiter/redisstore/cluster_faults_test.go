@@ -286,3 +286,72 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 			resume, load.lastDeadOK.Sub(promoted))
 	}
 }
+
+// TestClusterStalledMasterLeavesOthersDeciding: while one master of the
+// cluster stalls (SIGSTOP, shorter than the node timeout: no failover, the
+// cluster state stays ok), decisions on keys of the other two masters go on
+// within their deadlines: not one of them fails. Only decisions on the
+// stalled master's keys time out. Before lanes per node, a batch that held
+// a key of the stalled master waited for it, and so did the decisions
+// queued behind it: live masters' decisions timed out with it.
+func TestClusterStalledMasterLeavesOthersDeciding(t *testing.T) {
+	cl := testenv.StartCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	s := redisstore.New(c, limiter.WithPrefix("st:"))
+	var keys []string
+	for i := range 300 {
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	owners, stalled := slotOwners(t, c, storedKeys(s, keys)), cl.NodeID(t, 0)
+	onStalled := make([]bool, len(keys))
+	for i, k := range storedKeys(s, keys) {
+		onStalled[i] = owners[k] == stalled
+	}
+	rule := limiter.Rule{Name: "r", Limit: 1e9, Period: time.Second}
+	for _, k := range keys { // every node connected, the slot map loaded
+		if _, err := s.Decide(context.Background(), limiter.Request{Key: k, Rule: rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var liveOK, liveFailed, stalledFailed atomic.Int64
+	var first atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; ; i = (i + 8) % len(keys) {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				_, err := s.Decide(ctx, limiter.Request{Key: keys[i], Rule: rule})
+				cancel()
+				switch {
+				case onStalled[i] && err != nil:
+					stalledFailed.Add(1)
+				case err != nil:
+					liveFailed.Add(1)
+					first.CompareAndSwap(nil, err.Error())
+				case !onStalled[i]:
+					liveOK.Add(1)
+				}
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	cl.Masters[0].Pause()
+	time.Sleep(time.Second) // the node timeout is 2 s: no failover
+	cl.Masters[0].Resume()
+	close(stop)
+	wg.Wait()
+	t.Logf("live masters: %d decided, %d failed; stalled master: %d failed", liveOK.Load(), liveFailed.Load(), stalledFailed.Load())
+	if stalledFailed.Load() == 0 {
+		t.Fatal("no decision on the stalled master's keys failed: the stall did not happen")
+	}
+	if n := liveFailed.Load(); n > 0 {
+		t.Errorf("%d decisions on the live masters' keys failed while another master stalled, first: %v", n, first.Load())
+	}
+}

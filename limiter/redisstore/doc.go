@@ -9,7 +9,9 @@
 // at low load a decision costs no goroutine hand-off. On a single Redis a batch is one EVALSHA per algorithm of a
 // batch script that decides each request in turn (one TIME for all); on a
 // cluster each decision is its own EVALSHA and the client pipelines them
-// per node. A caller whose context ends gets its error at once; its
+// per node, and each master has its own queue and pipelines in flight (a
+// lane), so a master that stalls or dies holds up only the decisions on
+// its own slots. A caller whose context ends gets its error at once; its
 // decision may still be made if its batch already left.
 //
 // Scripts read time from Redis TIME, never from the application server.

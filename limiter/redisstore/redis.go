@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +19,8 @@ var ErrBadReply = errors.New("redisstore: unexpected reply from redis")
 // instance that uses the same Redis (or Redis Cluster) shares one truth.
 // Concurrent decisions are coalesced into pipelines (see Settings): on a
 // single Redis one batch script per algorithm decides a whole batch; on a
-// cluster each decision is its own EVALSHA in a pipeline per node.
+// cluster each decision is its own EVALSHA in a pipeline per node, and
+// each master has its own queue and pipelines (lane.go).
 type Store struct {
 	c      redis.UniversalClient
 	prefix string
@@ -30,10 +30,7 @@ type Store struct {
 	multi  bool // batch scripts: c is a single Redis
 	alone  bool // a lone decision may be sent from its caller: c honours deadlines
 	mult   atomic.Pointer[multCache]
-
-	mu       sync.Mutex // guards queue and flushers
-	queue    []*job
-	flushers int
+	lanes  lanes
 }
 
 // New returns a store on c, a single Redis or a cluster client, with the
@@ -56,6 +53,7 @@ func NewWithSettings(c redis.UniversalClient, s Settings, opts ...limiter.Option
 	_, single := c.(*redis.Client)
 	r := &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix), set: s, multi: single}
 	r.alone = r.HonoursDeadlines() == nil
+	r.lanes.cluster, _ = c.(*redis.ClusterClient)
 	return r, nil
 }
 
@@ -117,10 +115,11 @@ func (r *Store) run(ctx context.Context, j *job) ([4]int64, error) {
 		}
 		return replyInts(res)
 	}
-	alone, err := r.enqueue(j)
+	l := r.lanes.of(ctx, j)
+	alone, err := r.enqueue(l, j)
 	if err != nil || alone {
 		if alone {
-			r.sendAlone(ctx, j)
+			r.sendAlone(ctx, l, j)
 			err = j.err
 		}
 		rep := j.rep
