@@ -229,6 +229,28 @@ func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
 	return 0, errors.New("bench: INFO memory has no used_memory")
 }
 
+// redisCPUSeconds is the user and system CPU of the Redis server of c so
+// far (INFO cpu), or 0 without Redis or when it cannot tell.
+func redisCPUSeconds(c *redis.Client) float64 {
+	if c == nil {
+		return 0
+	}
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, line := range strings.Split(info, "\n") {
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				sum += f
+			}
+		}
+	}
+	return sum
+}
+
 // unlinkBenchKeys removes every key under benchPrefix.
 func unlinkBenchKeys(ctx context.Context, c *redis.Client) error {
 	iter := c.Scan(ctx, 0, benchPrefix+"*", 1000).Iterator()

@@ -34,6 +34,12 @@ type httpResult struct {
 	P50Micros      float64 `json:"p50_us"`           // at half load, from each request's scheduled time
 	P99Micros      float64 `json:"p99_us"`
 	Errors         int64   `json:"errors"` // non-200 answers and transport errors
+	// CPU of the closed loop per request: this process (load generator,
+	// server and middleware: getrusage) and the Redis server (INFO cpu; 0
+	// when the run has no Redis). On shared cores their sum, not the
+	// middleware alone, sets the ratio.
+	CPUMicros      float64 `json:"cpu_us_per_request"`
+	RedisCPUMicros float64 `json:"redis_cpu_us_per_request"`
 }
 
 // benchHTTP serves a hello world on loopback with and without the
@@ -99,9 +105,9 @@ func benchHTTP(args []string, w io.Writer) error {
 			if *asJSON {
 				err = enc.Encode(res[i])
 			} else {
-				_, err = fmt.Fprintf(w, "round %d %-6s %8.0f req/s (%.2f of none); at %.0f req/s p50 %.0fµs p99 %.0fµs; %d errors\n",
-					round, res[i].Mode, res[i].RequestsPerSec, res[i].Ratio, res[i].HalfLoadRPS, res[i].P50Micros,
-					res[i].P99Micros, res[i].Errors)
+				_, err = fmt.Fprintf(w, "round %d %-6s %8.0f req/s (%.2f of none); CPU %.1f µs/req + Redis %.1f; at %.0f req/s p50 %.0fµs p99 %.0fµs; %d errors\n",
+					round, res[i].Mode, res[i].RequestsPerSec, res[i].Ratio, res[i].CPUMicros, res[i].RedisCPUMicros,
+					res[i].HalfLoadRPS, res[i].P50Micros, res[i].P99Micros, res[i].Errors)
 			}
 			if err != nil {
 				return err
@@ -152,16 +158,25 @@ func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, 
 		}
 		ts[i].loop(conns, keys, min(dur/10, 100*time.Millisecond), 0) // connections up, caches warm
 	}
-	res := make([]httpResult, len(ms))
+	res, reqs := make([]httpResult, len(ms)), make([]int, len(ms))
 	turns, lead := max(1, int((dur+benchSlice/2)/benchSlice)), min(benchLeadIn, dur/4)
 	for pass := range turns {
 		for j := range ms {
 			i := (pass + j) % len(ms)
 			ts[i].loop(conns, keys, lead, 0)
+			cpu, rcpu := cpuSeconds(), redisCPUSeconds(rdb)
 			n, errs := ts[i].loop(conns, keys, dur/time.Duration(turns), 0)
+			cpu, rcpu = cpuSeconds()-cpu, redisCPUSeconds(rdb)-rcpu
 			res[i].RequestsPerSec += float64(len(n)) / dur.Seconds()
 			res[i].Errors += errs
+			res[i].CPUMicros += cpu * 1e6 // per request below
+			res[i].RedisCPUMicros += rcpu * 1e6
+			reqs[i] += len(n)
 		}
+	}
+	for i := range res {
+		res[i].CPUMicros /= float64(max(reqs[i], 1))
+		res[i].RedisCPUMicros /= float64(max(reqs[i], 1))
 	}
 	base := res[0].RequestsPerSec
 	for i, m := range ms {

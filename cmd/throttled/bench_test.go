@@ -62,7 +62,7 @@ func TestBenchHTTPJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.RequestsPerSec <= 0 || res.Errors != 0 || res.HalfLoadRPS <= 0 || res.P99Micros < res.P50Micros ||
-			i == 0 && res.Ratio != 1 {
+			i == 0 && res.Ratio != 1 || res.CPUMicros <= 0 || res.Mode == "redis" && res.RedisCPUMicros <= 0 {
 			t.Fatalf("%+v", res)
 		}
 		modes = append(modes, res.Mode)
