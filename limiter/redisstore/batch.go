@@ -22,17 +22,19 @@ type Settings struct {
 	// 1 turns batching off: each decision is its own EVALSHA, as go-redis
 	// Script.Run sends it.
 	MaxBatch int
-	// Pipelines is how many pipelines may be in flight at once. While they
-	// all are, new decisions wait and leave together in the next one, so
-	// batches grow with load and a lone decision leaves at once. 0 means 2
-	// (on loopback, 2 made more decisions/s than 1 or 4, and a lower p99 than 4).
+	// Pipelines is how many pipelines may be in flight at once (on a
+	// cluster, to each master: lane.go). While they all are, new decisions
+	// wait and leave together in the next one, so batches grow with load
+	// and a lone decision leaves at once. 0 means 2 (on loopback, 2 made
+	// more decisions/s than 1 or 4, and a lower p99 than 4).
 	Pipelines int
 	// Linger is how long a pipeline that is not full waits for more
 	// decisions before it leaves. 0 means no wait (the default): batching
 	// comes from the pipelines in flight alone. At most 1 ms.
 	Linger time.Duration
-	// MaxWaiting bounds the decisions waiting for a pipeline; beyond it
-	// Decide returns ErrBusy at once. 0 means 8192.
+	// MaxWaiting bounds the decisions waiting for a pipeline (on a cluster,
+	// for each master's); beyond it Decide returns ErrBusy at once. 0 means
+	// 8192.
 	MaxWaiting int
 }
 
