@@ -69,6 +69,7 @@ func benchDecisions(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	maxBatch := fs.Int("max-batch", 0, "redis: decisions per pipeline (0: default, 1: no batching)")
 	pipes := fs.Int("pipelines", 0, "redis: pipelines in flight (0: default)")
+	gather := fs.Int("gather", 0, "redis: yields of a flusher before it takes a batch (0: default, negative: none)")
 	memKeys := fs.Int("memory-keys", 100_000, "redis: fresh keys for the bytes-per-key figure (0: skip)")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
@@ -95,7 +96,7 @@ func benchDecisions(args []string, w io.Writer) error {
 		opt.ContextTimeoutEnabled = true
 		rdb = redis.NewClient(opt)
 		defer rdb.Close()
-		if s, err = redisstore.NewWithSettings(rdb, redisstore.Settings{MaxBatch: *maxBatch, Pipelines: *pipes}, limiter.WithPrefix(benchPrefix)); err != nil {
+		if s, err = redisstore.NewWithSettings(rdb, redisstore.Settings{MaxBatch: *maxBatch, Pipelines: *pipes, Gather: *gather}, limiter.WithPrefix(benchPrefix)); err != nil {
 			return fmt.Errorf("bench: --max-batch or --pipelines: %w", err)
 		}
 	default:

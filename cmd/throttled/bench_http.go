@@ -56,6 +56,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
 	linger := fs.Duration("linger", 0, "redis, lease: how long a pipeline that is not full waits for more decisions (0: default)")
+	gather := fs.Int("gather", 0, "redis, lease: yields of a flusher before it takes a batch (0: default, negative: none)")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the run (server and load generator) to `file`")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
@@ -95,7 +96,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	ratios := make([][]float64, len(ms))
 	for round := 1; round <= *runs; round++ {
-		res, err := benchRound(ms, rdb, redisstore.Settings{Pipelines: *pipes, Linger: *linger}, *conns, *keys, *dur)
+		res, err := benchRound(ms, rdb, redisstore.Settings{Pipelines: *pipes, Linger: *linger, Gather: *gather}, *conns, *keys, *dur)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,6 +160,36 @@ func TestBatchErrorIsPerDecision(t *testing.T) {
 		o := <-res
 		if bad := o.key == "bad"; bad != (o.err != nil) || bad && !strings.Contains(o.err.Error(), "WRONGTYPE") {
 			t.Errorf("%s: err = %v, want WRONGTYPE for bad only", o.key, o.err)
+		}
+	}
+}
+
+// TestBatchGathersReadyCallers: on one processor, decisions whose
+// goroutines are ready to run when a flusher starts leave in its batch:
+// the flusher yields (Settings.Gather) before it takes the queue. Without
+// the yields the flusher ran first, sent the decision that started it
+// alone, and the other seven waited for the next pipeline.
+func TestBatchGathersReadyCallers(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client() // no deadlines: every decision queues, none is sent alone
+	s, err := NewWithSettings(c, Settings{Pipelines: 1}, limiter.WithPrefix("g:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for round := range 5 {
+		before := testenv.EvalshaCalls(t, c)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				if _, err := s.Decide(context.Background(), limiter.Request{Key: fmt.Sprint(round, i), Rule: batchRule}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := testenv.EvalshaCalls(t, c) - before; n != 1 {
+			t.Errorf("round %d: 8 ready decisions took %d EVALSHA, want 1 batch", round, n)
 		}
 	}
 }
