@@ -70,6 +70,7 @@ func runLive(t *testing.T, extra string, checks []keyCheck) {
 	runAll(t, api)
 	checkKeySeries(t, api, checks)
 	checkRules(t, api)
+	checkExported(t, api)
 
 	cancel()
 	<-done
