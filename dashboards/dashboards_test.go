@@ -292,6 +292,9 @@ func TestDashboardsCoverTheProduct(t *testing.T) {
 		"controller steps":               `throttled_controller_steps_total`,
 		"store errors":                   `throttled_store_errors_total`,
 		"fallback":                       `throttled_fallback_active`,
+		"inner loop limit":               `throttled_concurrency_limit\{[^}]*name="upstream"`,
+		"inner loop latency vs baseline": `throttled_inner_loop_baseline_seconds`,
+		"admitted latency p99":           `histogram_quantile\(0\.99, [^\n]*throttled_admitted_request_duration_seconds_bucket`,
 	} {
 		if !regexp.MustCompile(re).MatchString(all) {
 			t.Errorf("no dashboard panel shows %s (no expr matches %s)", what, re)

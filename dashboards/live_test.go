@@ -206,6 +206,10 @@ var keyChecks = []keyCheck{
 	{panel: "Top consumers (refused)", refID: "A", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Upstream responses by code", refID: "A", ok: positive, want: []model.LabelSet{{"code": "200"}}},
 	{panel: "Upstream latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Upstream concurrency limit", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Concurrency limit vs in flight", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Inner-loop latency vs baseline", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Admitted request latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
 }
 
 // storeCheck requires decision latency quantiles for store.
