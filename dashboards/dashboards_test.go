@@ -294,6 +294,7 @@ func TestDashboardsCoverTheProduct(t *testing.T) {
 		"fallback":                       `throttled_fallback_active`,
 		"inner loop limit":               `throttled_concurrency_limit\{[^}]*name="upstream"`,
 		"inner loop latency vs baseline": `throttled_inner_loop_baseline_seconds`,
+		"near limit by tier and rule":    `sum by \(tier, rule\) \(rate\(throttled_near_limit_total`,
 		"admitted latency p99":           `histogram_quantile\(0\.99, [^\n]*throttled_admitted_request_duration_seconds_bucket`,
 	} {
 		if !regexp.MustCompile(re).MatchString(all) {
