@@ -11,8 +11,8 @@
 //     bulkheads, top consumers, the upstream behind the sidecar, and the
 //     controller's multipliers against its signals, steps and leader lease.
 //   - alerts.yml: Prometheus alerting rules (refusal spike, load shedding,
-//     limiter latency, store errors, fallback active, breaker open,
-//     controller leaderless, split brain, stale, blind), each by job and
+//     limiter latency, store errors, fallback active, breaker open, Redis
+//     memory policy, controller leaderless, split brain, stale, blind), each by job and
 //     linking its README Runbook section, with unit tests in alerts_test.yml
 //     for `promtool test rules`.
 //
