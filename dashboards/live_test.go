@@ -207,7 +207,7 @@ var keyChecks = []keyCheck{
 	{panel: "Upstream responses by code", refID: "A", ok: positive, want: []model.LabelSet{{"code": "200"}}},
 	{panel: "Upstream latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Near limit by tier and rule", refID: "A", ok: positive, want: []model.LabelSet{{"tier": "free"}}},
-	{panel: "Upstream concurrency limit", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Concurrency limit (lowest instance)", refID: "A", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Concurrency limit vs in flight", refID: "A", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Inner-loop latency vs baseline", refID: "A", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Admitted request latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
