@@ -43,6 +43,33 @@ var productMetrics = map[string]bool{
 	// the enforcer's controller.stale_after, exported by the multiplier
 	// subscriber next to the age (ThrottledMultipliersStale compares them).
 	"throttled_multiplier_stale_after_seconds": true,
+
+	// admitted decisions that left their key near its limit.
+	"throttled_near_limit_total": true,
+
+	// the inner loop: the gate in front of the upstream and its law.
+	"throttled_concurrency_limit":                 true,
+	"throttled_concurrency_saturation":            true,
+	"throttled_bulkhead_shed_total":               true,
+	"throttled_inner_loop_steps_total":            true,
+	"throttled_inner_loop_relearns_total":         true,
+	"throttled_inner_loop_baseline_seconds":       true,
+	"throttled_inner_loop_latency_seconds":        true,
+	"throttled_admitted_request_duration_seconds": true,
+
+	// the instance: build, configuration, readiness, Redis's memory policy.
+	"throttled_build_info":                true,
+	"throttled_config_version":            true,
+	"throttled_config_store_resets_total": true,
+	"throttled_degraded":                  true,
+	"throttled_redis_memory_policy_risk":  true,
+
+	// the edges: admin API, Envoy's rate limit service (rls.listen only),
+	// X-Forwarded-For from peers not trusted.
+	"throttled_admin_requests_total":               true,
+	"throttled_admin_write_conflicts_total":        true,
+	"throttled_rls_requests_total":                 true,
+	"throttled_untrusted_forwarded_requests_total": true,
 }
 
 var metricName = regexp.MustCompile(`\bthrottled_[a-z0-9_]+`)
@@ -265,6 +292,10 @@ func TestDashboardsCoverTheProduct(t *testing.T) {
 		"controller steps":               `throttled_controller_steps_total`,
 		"store errors":                   `throttled_store_errors_total`,
 		"fallback":                       `throttled_fallback_active`,
+		"inner loop limit":               `throttled_concurrency_limit\{[^}]*name="upstream"`,
+		"inner loop latency vs baseline": `throttled_inner_loop_baseline_seconds`,
+		"near limit by tier and rule":    `sum by \(tier, rule\) \(rate\(throttled_near_limit_total`,
+		"admitted latency p99":           `histogram_quantile\(0\.99, [^\n]*throttled_admitted_request_duration_seconds_bucket`,
 	} {
 		if !regexp.MustCompile(re).MatchString(all) {
 			t.Errorf("no dashboard panel shows %s (no expr matches %s)", what, re)

@@ -7,18 +7,24 @@
 //     deploy/grafana/provisioning), with datasource, job and instance
 //     variables that every query follows, so one Grafana watches several
 //     deployments: decisions by tier and decision, refusal ratios (429 and
-//     503 apart), decision latency, store errors and fallback, breakers and
-//     bulkheads, top consumers, the upstream behind the sidecar, and the
-//     controller's multipliers against its signals, steps and leader lease.
+//     503 apart), near-limit warnings, decision latency, store errors and
+//     fallback, breakers and bulkheads, top consumers, the upstream,
+//     instance health, configuration and builds, the admin API, Envoy's
+//     rate limit service and untrusted X-Forwarded-For; the controller's
+//     multipliers against its signals, steps and leader lease; the inner
+//     loop's concurrency limit, latency against baseline, sheds and
+//     admitted latency.
 //   - alerts.yml: Prometheus alerting rules (refusal spike, load shedding,
-//     limiter latency, store errors, fallback active, breaker open,
-//     controller leaderless, split brain, stale, blind), each by job and
-//     linking its README Runbook section, with unit tests in alerts_test.yml
-//     for `promtool test rules`.
+//     limiter latency, store errors, fallback active, breaker open, Redis
+//     memory policy, controller leaderless, split brain, stale, blind),
+//     each by job and linking its README Runbook section, with unit tests
+//     in alerts_test.yml for `promtool test rules`.
 //
-// The tests check that each dashboard has what Grafana needs, that
-// `promtool check rules` / `promtool test rules` / `promtool check config`
-// pass, that docker-compose.yml references only files that exist and that
+// The tests check that productMetrics holds every throttled_* metric the
+// Go source names and a running throttled exports, and that a panel or an
+// alert shows each (or notShown says why not); that each dashboard has
+// what Grafana needs, that `promtool check rules` / `promtool test rules`
+// / `promtool check config` pass, that docker-compose.yml references only files that exist and that
 // its ports and service names agree with the configs it mounts, and they
 // run every PromQL expression of the dashboards, the rules and the compose
 // controller config against a real Prometheus scraping a running

@@ -70,6 +70,7 @@ func runLive(t *testing.T, extra string, checks []keyCheck) {
 	runAll(t, api)
 	checkKeySeries(t, api, checks)
 	checkRules(t, api)
+	checkExported(t, api)
 
 	cancel()
 	<-done
@@ -205,6 +206,15 @@ var keyChecks = []keyCheck{
 	{panel: "Top consumers (refused)", refID: "A", ok: positive, want: []model.LabelSet{{}}},
 	{panel: "Upstream responses by code", refID: "A", ok: positive, want: []model.LabelSet{{"code": "200"}}},
 	{panel: "Upstream latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Near limit by tier and rule", refID: "A", ok: positive, want: []model.LabelSet{{"tier": "free"}}},
+	{panel: "Concurrency limit (lowest instance)", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Concurrency limit vs in flight", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Inner-loop latency vs baseline", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Admitted request latency (p50 / p99)", refID: "B", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Degraded instances", refID: "A", ok: is(0), want: []model.LabelSet{{}}},
+	{panel: "Config version (oldest / newest)", refID: "A", ok: positive, want: []model.LabelSet{{}}},
+	{panel: "Build by instance", refID: "A", ok: is(1), want: []model.LabelSet{{}}},
+	{panel: "Admin API requests by code", refID: "A", ok: finite, want: []model.LabelSet{{}}},
 }
 
 // storeCheck requires decision latency quantiles for store.
@@ -221,6 +231,7 @@ var redisChecks = []keyCheck{
 		want: []model.LabelSet{{"name": "tier:free"}, {"name": "tier:premium"}}},
 	{panel: "Bulkheads: in flight and rejected", refID: "B", ok: finite, want: []model.LabelSet{{"name": "tier:free"}}},
 	{panel: "Multiplier age (max)", refID: "A", ok: func(v float64) bool { return v >= 0 && v < 60 }, want: []model.LabelSet{{}}},
+	{panel: "Redis memory policy risk", refID: "A", ok: is(0), want: []model.LabelSet{{"policy": "noeviction"}}},
 }
 
 func checkKeySeries(t *testing.T, api v1.API, checks []keyCheck) {
@@ -245,10 +256,12 @@ func checkKeySeries(t *testing.T, api v1.API, checks []keyCheck) {
 }
 
 // quietAlerts must be neither pending nor firing while one healthy
-// controller leads and the store serves every decision.
+// controller leads, the store serves every decision and the test Redis
+// has no maxmemory (noeviction without a limit is safe).
 var quietAlerts = []string{"ThrottledControllerLeaderless", "ThrottledControllerSplitBrain",
 	"ThrottledControllerStale", "ThrottledMultipliersStale", "ThrottledFallbackActive",
-	"ThrottledStoreErrors", "ThrottledBreakerOpen", "ThrottledLimiterLatencyHigh"}
+	"ThrottledStoreErrors", "ThrottledBreakerOpen", "ThrottledLimiterLatencyHigh",
+	"ThrottledRedisMemoryPolicyRisk"}
 
 // checkRules requires every rule of alerts.yml to be loaded and evaluated
 // without error, and the quiet ones to be quiet.
