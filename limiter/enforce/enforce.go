@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -123,19 +122,13 @@ type Result struct {
 	Err        error // a store error; the request was let through for that rule
 	at         time.Time
 	cr         *compiledRule // the rule of Decision, for its header text; nil: none of the policy's
+	sc         *scratch      // the request's bucket keys, and room for its headers; nil: no key made
 }
 
 // Check decides for r against every matching rule, in order. A refusal by
-// one rule gives back what earlier rules took.
+// one rule gives back what earlier rules took. The bucket keys are made in
+// one allocation, with room for the Result's headers (see WriteHeaders).
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
-	var b strings.Builder
-	return e.check(ctx, r, &b)
-}
-
-// check is Check building the bucket keys in b, which the caller may go on
-// writing to (Middleware writes the header values there): one buffer for
-// all that a request needs made.
-func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builder) Result {
 	p := e.policy.Load()
 	ps := pass{e: e, res: Result{Allowed: true}}
 	var id identity.Client // identified with the first rule that matches: tier != nil
@@ -151,8 +144,9 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builde
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
+			ps.res.sc = newScratch()
 		}
-		key, ok := cr.key(&id, r, tier, b)
+		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
 			continue
 		}
