@@ -67,7 +67,7 @@ func (i *identifier) Identify(r *http.Request) Client {
 			id.Subject, _ = i.jwt.Subject(h)
 		}
 	}
-	id.IP = i.clientIP(r.RemoteAddr, r.Header["X-Forwarded-For"])
+	id.IP = i.clientIP(r.RemoteAddr, r.Header)
 	return id
 }
 
@@ -75,25 +75,27 @@ func (i *identifier) Identify(r *http.Request) Client {
 // the peer is not an IP), counting an ignored X-Forwarded-For. An IPv4
 // peer that is not a trusted proxy is the client, and net/http writes its
 // RemoteAddr as ClientKey does: it is read without netip's general parser
-// and named by the host part itself.
-func (i *identifier) clientIP(remote string, xff []string) string {
+// and named by the host part itself; its X-Forwarded-For is looked up only
+// to be counted.
+func (i *identifier) clientIP(remote string, h http.Header) string {
 	if addr, host, ok := parseIPv4Port(remote); ok && !i.ips.Trusted(addr) {
-		i.observe(addr, xff)
+		i.observe(addr, h)
 		return host
 	}
-	addr, trusted, err := i.ips.resolve(remote, xff)
+	addr, trusted, err := i.ips.resolve(remote, h["X-Forwarded-For"])
 	if err != nil {
 		return unknownIP
 	}
 	if !trusted {
-		i.observe(addr, xff)
+		i.observe(addr, h)
 	}
 	return i.clientKey(addr, remote)
 }
 
-// observe counts a request from an untrusted peer that sent xff.
-func (i *identifier) observe(peer netip.Addr, xff []string) {
-	if len(xff) > 0 && i.untrusted != nil {
+// observe counts a request from an untrusted peer that sent
+// X-Forwarded-For.
+func (i *identifier) observe(peer netip.Addr, h http.Header) {
+	if i.untrusted != nil && len(h["X-Forwarded-For"]) > 0 {
 		i.untrusted.observe(peer)
 	}
 }

@@ -78,6 +78,9 @@ func normalizePrefix(p netip.Prefix) netip.Prefix {
 
 // Trusted reports whether addr is inside a trusted proxy prefix.
 func (r *IPResolver) Trusted(addr netip.Addr) bool {
+	if len(r.trusted) == 0 {
+		return false
+	}
 	addr = normalizeAddr(addr)
 	for _, p := range r.trusted {
 		if p.Contains(addr) {
