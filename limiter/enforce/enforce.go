@@ -129,8 +129,16 @@ type Result struct {
 // one rule gives back what earlier rules took. The bucket keys are made in
 // one allocation, with room for the Result's headers (see WriteHeaders).
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
+	var ps pass
+	e.check(ctx, r, &ps)
+	return ps.res
+}
+
+// check is Check deciding in ps, a zero pass its caller holds (Middleware
+// on its stack, so that the Result is not copied on the hot path).
+func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 	p := e.policy.Load()
-	ps := pass{e: e, res: Result{Allowed: true}}
+	ps.e, ps.res.Allowed = e, true
 	var id identity.Client // identified with the first rule that matches: tier != nil
 	var tier *Tier
 	var m float64
@@ -154,7 +162,7 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 			break
 		}
 	}
-	return ps.finish(ctx, tier)
+	ps.finish(ctx, tier)
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,
@@ -180,12 +188,12 @@ const (
 
 // decide asks the store; in ModeDelay a refused request waits in line for
 // capacity (see delay), and delayed says it was admitted after a refusal.
-func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (d limiter.Decision, delayed bool, err error) {
-	d, err = e.store.Decide(ctx, req)
+func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req *limiter.Request) (d limiter.Decision, delayed bool, err error) {
+	d, err = e.store.Decide(ctx, *req)
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
 		return d, false, err
 	}
-	d, err = e.delay(ctx, cr, req, d)
+	d, err = e.delay(ctx, cr, *req, d)
 	return d, err == nil && d.Allowed, err
 }
 

@@ -194,3 +194,26 @@ func TestCheckThenHeadersAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoLimitsAllocs: a rule of two limits makes its second bucket key in
+// the request's scratch too: one allocation, as for one limit.
+func TestTwoLimitsAllocs(t *testing.T) {
+	p := enforce.Policy{Tiers: slices.Clone(testTiers), Rules: []enforce.Rule{
+		{Name: "two", Path: "/two", Keys: []string{"api_key"}, Limits: []enforce.Limit{
+			{Limit: 100, Period: time.Minute}, {Limit: 5, Period: 1500 * time.Millisecond}}}}}
+	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	r := httptest.NewRequest("GET", "/two", nil)
+	r.RemoteAddr = "127.0.0.1:54321"
+	r.Header.Set("X-API-Key", "f1")
+	w := &discardWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(3, func() { clear(w.h); h.ServeHTTP(w, r) }); n != 1 {
+		t.Errorf("%v allocations per request, want 1", n)
+	}
+	if w.h.Get(enforce.HeaderPolicy) != `"two";q=5;w=2` {
+		t.Fatalf("headers %v, want the second limit's", w.h)
+	}
+}

@@ -111,7 +111,9 @@ func probeMethod(w http.ResponseWriter, r *http.Request) bool {
 // Check, then WriteHeaders, then next or the refusal.
 func (e *Enforcer) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := e.Check(r.Context(), r)
+		var ps pass
+		e.check(r.Context(), r, &ps)
+		res := &ps.res
 		res.WriteHeaders(w.Header())
 		if !res.Allowed {
 			w.Header().Set("Content-Type", "application/json")
