@@ -110,6 +110,23 @@ func BenchmarkMetricsCount(b *testing.B) {
 	}
 }
 
+// BenchmarkMetricsStore is the timing and error counting around a
+// decision of the in-memory store.
+func BenchmarkMetricsStore(b *testing.B) {
+	m, err := instrument.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := instrument.Store(limiter.NewMemory(), m, "memory")
+	req := limiter.Request{Key: "k", Rule: limiter.Rule{Name: "r", Limit: 1e9, Period: time.Second}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Decide(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestMetricsCountConcurrent: counts made at once from many goroutines,
 // on label sets first seen while others count, all arrive.
 func TestMetricsCountConcurrent(t *testing.T) {
