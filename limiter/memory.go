@@ -89,16 +89,17 @@ func NewMemory(opts ...Option) *Memory {
 // lock so that decisions on one key see time in order (as the Redis scripts
 // do with TIME).
 func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
-	return m.decide(nil, req)
+	return m.decide(nil, &req)
 }
 
 // DecideAt makes one decision at now. Callers that pass time themselves
 // must pass it in order per key.
 func (m *Memory) DecideAt(now time.Time, req Request) (Decision, error) {
-	return m.decide(&now, req)
+	return m.decide(&now, &req)
 }
 
-func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
+// decide decides req, which it normalizes in place (the caller's copy).
+func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	if err := req.Normalize(); err != nil {
 		return Decision{}, err
 	}
@@ -116,10 +117,10 @@ func (m *Memory) decide(at *time.Time, req Request) (Decision, error) {
 		e.st.alog.reset()
 		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log, alog: e.st.alog}
 	}
-	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(&req))
+	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
 	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
-	return decisionOf(&req, v), nil
+	return decisionOf(req, v), nil
 }
 
 // monotonicNow is the store's own clock: the wall time at the start plus

@@ -280,11 +280,7 @@ func oursWin(resp *http.Response) error {
 	if res == nil {
 		return nil
 	}
-	ours := http.Header{}
-	res.WriteHeaders(ours)
-	for k, v := range ours {
-		resp.Header[k] = v
-	}
+	res.WriteHeaders(resp.Header) // sets each of its names, replacing the upstream's values
 	return nil
 }
 

@@ -82,13 +82,13 @@ func (e *Enforcer) Refund(ctx context.Context, r *http.Request, res *Result) {
 	id := e.set.Identifier.Identify(r)
 	tier := p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 	m := e.multiplier(tier.Name)
-	var b strings.Builder // every rule's key
+	var a arena // every rule's key
 	for i := range p.rules {
 		cr := &p.rules[i]
 		if cr.Mode == ModeShadow || !cr.matches(r.Method, r.URL.Path) {
 			continue
 		}
-		key, ok := cr.key(&id, r, tier, &b)
+		key, ok := cr.key(&id, r, tier, &a)
 		for j := 0; ok && !tier.Unlimited && j < cr.limits(); j++ {
 			_, _ = e.store.Decide(ctx, limiter.Request{Key: cr.limitKey(key, j), Rule: cr.rule(tier, j), Cost: cr.Cost,
 				Multiplier: m, Tier: tier.Name, Refund: true})

@@ -107,7 +107,8 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 			break
 		}
 	}
-	return ps.finish(ctx, best), nil
+	ps.finish(ctx, best)
+	return ps.res, nil
 }
 
 // Reason is what a check came to: limiter.Allowed when allowed (even when a
@@ -199,8 +200,8 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 	ps.unlimited = t.Unlimited
 	seen := false
 	for i := range cr.limits() {
-		req := limiter.Request{Key: cr.limitKey(key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name}
-		di, ok, e := ps.ask(ctx, cr, req, who)
+		req := limiter.Request{Key: ps.limitKey(cr, key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name}
+		di, ok, e := ps.ask(ctx, cr, &req, who)
 		if e != nil {
 			err = e
 			continue
@@ -221,10 +222,10 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // kept in the result and lets the request through for that rule. A client
 // of an unlimited tier is decided (and counted) but never refused nor
 // delayed.
-func (ps *pass) ask(ctx context.Context, cr *compiledRule, req limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
+func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
 	if ps.unlimited {
-		d, err = ps.e.store.Decide(ctx, req)
+		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
 	}
@@ -268,13 +269,26 @@ func shadowLabel(d limiter.Decision) string {
 	return LabelShadowOverQuota
 }
 
-func (ps *pass) keep(req limiter.Request) {
+// limitKey is cr.limitKey(key, i), made in the request's scratch when it
+// has one (Check) rather than on its own.
+func (ps *pass) limitKey(cr *compiledRule, key string, i int) string {
+	if i == 0 || ps.res.sc == nil {
+		return cr.limitKey(key, i)
+	}
+	a := &ps.res.sc.arena
+	start := a.len()
+	a.buf = append(a.buf, key...)
+	a.buf = append(a.buf, cr.suffix[i]...)
+	return a.from(start)
+}
+
+func (ps *pass) keep(req *limiter.Request) {
 	if ps.n < len(ps.taken) {
-		ps.taken[ps.n] = applied{req}
+		ps.taken[ps.n] = applied{*req}
 		ps.n++
 		return
 	}
-	ps.more = append(ps.more, applied{req})
+	ps.more = append(ps.more, applied{*req})
 }
 
 // giveBack refunds what the admitting rules took, the last first.
@@ -286,7 +300,7 @@ func (ps *pass) giveBack(ctx context.Context) {
 
 // finish applies the tier admission cap to an admitted request (tier nil:
 // no rule applied), sets a refusal's Retry-After and traces the result.
-func (ps *pass) finish(ctx context.Context, tier *Tier) Result {
+func (ps *pass) finish(ctx context.Context, tier *Tier) {
 	res := &ps.res
 	if res.Allowed && tier != nil {
 		ps.admitTier(ctx, tier.Name)
@@ -298,7 +312,6 @@ func (ps *pass) finish(ctx context.Context, tier *Tier) Result {
 		}
 	}
 	trace(ctx, res)
-	return *res
 }
 
 func (e *Enforcer) refund(ctx context.Context, done []applied) {

@@ -170,53 +170,51 @@ func (r *compiledRule) capacity(t *Tier) int64 {
 const maxKeyLen = 128
 
 // key builds the bucket key "<rule>[|<tier>]|<len>:<value>[|<len>:<value>…]"
-// in b (after what b holds), or reports that a key source is absent from
+// in a (after what a holds), or reports that a key source is absent from
 // the request. Each value is prefixed with its length in bytes, so values
 // holding "|" cannot make two requests share a bucket. A rule that spends
 // its client's tier quota keys by tier too: clients of two tiers behind one
 // IP must not share a bucket whose capacity depends on who asked last.
-func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier, b *strings.Builder) (string, bool) {
-	b.Grow(len(r.Name) + len(t.Name) + 48)
-	start := b.Len()
-	r.keyPrefix(b, t)
+func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier, a *arena) (string, bool) {
+	start := a.len()
+	r.keyPrefix(a, t)
 	for _, k := range r.keys {
 		v := k.value(id, req, r)
 		if v == "" {
 			return "", false
 		}
-		appendPart(b, v)
+		appendPart(a, v)
 	}
-	return bounded(b.String()[start:], r.Name), true
+	return bounded(a.from(start), r.Name), true
 }
 
 // appendPart appends "|<len>:<v>".
-func appendPart(b *strings.Builder, v string) {
-	var n [20]byte
-	b.WriteByte('|')
-	b.Write(strconv.AppendInt(n[:0], int64(len(v)), 10))
-	b.WriteByte(':')
-	b.WriteString(v)
+func appendPart(a *arena, v string) {
+	a.buf = append(a.buf, '|')
+	a.buf = strconv.AppendInt(a.buf, int64(len(v)), 10)
+	a.buf = append(a.buf, ':')
+	a.buf = append(a.buf, v...)
 }
 
 // keyOf is the bucket key for key-source values parts, the key the
 // middleware makes for a rule whose sources give those values; no parts is
 // one bucket for the whole rule.
 func (r *compiledRule) keyOf(t *Tier, parts ...string) string {
-	var b strings.Builder
-	r.keyPrefix(&b, t)
+	var a arena
+	r.keyPrefix(&a, t)
 	for _, p := range parts {
-		appendPart(&b, p)
+		appendPart(&a, p)
 	}
-	return bounded(b.String(), r.Name)
+	return bounded(a.from(0), r.Name)
 }
 
 // keyPrefix writes "<rule>[|<tier>]". Rule and tier names are validated
 // ([A-Za-z0-9_.-]), so they need no length.
-func (r *compiledRule) keyPrefix(b *strings.Builder, t *Tier) {
-	b.WriteString(r.Name)
+func (r *compiledRule) keyPrefix(a *arena, t *Tier) {
+	a.buf = append(a.buf, r.Name...)
 	if r.own == nil {
-		b.WriteByte('|')
-		b.WriteString(t.Name)
+		a.buf = append(a.buf, '|')
+		a.buf = append(a.buf, t.Name...)
 	}
 }
 

@@ -40,7 +40,7 @@ func FuzzRuleKey(f *testing.F) {
 			if !cr.matches(r.Method, path) {
 				continue
 			}
-			key, ok := cr.key(&id, r, c.def, new(strings.Builder))
+			key, ok := cr.key(&id, r, c.def, new(arena))
 			if !ok {
 				continue
 			}

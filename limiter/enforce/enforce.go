@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -123,21 +122,23 @@ type Result struct {
 	Err        error // a store error; the request was let through for that rule
 	at         time.Time
 	cr         *compiledRule // the rule of Decision, for its header text; nil: none of the policy's
+	sc         *scratch      // the request's bucket keys, and room for its headers; nil: no key made
 }
 
 // Check decides for r against every matching rule, in order. A refusal by
-// one rule gives back what earlier rules took.
+// one rule gives back what earlier rules took. The bucket keys are made in
+// one allocation, with room for the Result's headers (see WriteHeaders).
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
-	var b strings.Builder
-	return e.check(ctx, r, &b)
+	var ps pass
+	e.check(ctx, r, &ps)
+	return ps.res
 }
 
-// check is Check building the bucket keys in b, which the caller may go on
-// writing to (Middleware writes the header values there): one buffer for
-// all that a request needs made.
-func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builder) Result {
+// check is Check deciding in ps, a zero pass its caller holds (Middleware
+// on its stack, so that the Result is not copied on the hot path).
+func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 	p := e.policy.Load()
-	ps := pass{e: e, res: Result{Allowed: true}}
+	ps.e, ps.res.Allowed = e, true
 	var id identity.Client // identified with the first rule that matches: tier != nil
 	var tier *Tier
 	var m float64
@@ -151,8 +152,9 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builde
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
+			ps.res.sc = newScratch()
 		}
-		key, ok := cr.key(&id, r, tier, b)
+		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
 			continue
 		}
@@ -160,7 +162,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, b *strings.Builde
 			break
 		}
 	}
-	return ps.finish(ctx, tier)
+	ps.finish(ctx, tier)
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,
@@ -186,12 +188,12 @@ const (
 
 // decide asks the store; in ModeDelay a refused request waits in line for
 // capacity (see delay), and delayed says it was admitted after a refusal.
-func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req limiter.Request) (d limiter.Decision, delayed bool, err error) {
-	d, err = e.store.Decide(ctx, req)
+func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req *limiter.Request) (d limiter.Decision, delayed bool, err error) {
+	d, err = e.store.Decide(ctx, *req)
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
 		return d, false, err
 	}
-	d, err = e.delay(ctx, cr, req, d)
+	d, err = e.delay(ctx, cr, *req, d)
 	return d, err == nil && d.Allowed, err
 }
 

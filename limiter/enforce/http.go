@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -108,17 +107,14 @@ func probeMethod(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// bufRoom is what Middleware sets aside for the bucket keys and header
-// values of a request: enough for a few rules, in one allocation.
-const bufRoom = 192
-
-// Middleware enforces e on every request before next (net/http adapter).
+// Middleware enforces e on every request before next (net/http adapter):
+// Check, then WriteHeaders, then next or the refusal.
 func (e *Enforcer) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var b strings.Builder
-		b.Grow(bufRoom)
-		res := e.check(r.Context(), r, &b)
-		res.writeHeaders(w.Header(), &b)
+		var ps pass
+		e.check(r.Context(), r, &ps)
+		res := &ps.res
+		res.WriteHeaders(w.Header())
 		if !res.Allowed {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(res.Status)

@@ -3,7 +3,6 @@ package enforce
 import (
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +24,7 @@ func twoHeaderRule(t testing.TB) (*compiled, *compiledRule) {
 
 func headerKey(c *compiled, cr *compiledRule, a, b string) (string, bool) {
 	r := &http.Request{Method: "GET", URL: &url.URL{Path: "/"}, Header: http.Header{"X-A": {a}, "X-B": {b}}}
-	return cr.key(&identity.Client{IP: "192.0.2.1"}, r, c.def, new(strings.Builder))
+	return cr.key(&identity.Client{IP: "192.0.2.1"}, r, c.def, new(arena))
 }
 
 // TestRuleKeyUnambiguous: values that contain the separator do not make

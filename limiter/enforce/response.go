@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -32,69 +33,110 @@ var (
 	keyRetryAfter = http.CanonicalHeaderKey(HeaderRetryAfter)
 )
 
+// headerKeys are the names WriteHeaders sets, in the order of scratch.vals.
+var headerKeys = [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateLimit, keyRetryAfter}
+
 // WriteHeaders sets the rate-limit headers of res on h, for the most
 // restrictive rule that does not hide them (none when the reported rule
 // hides them), and Retry-After on a refusal. The values of a rule's limit
 // that do not change (X-RateLimit-Limit, RateLimit-Policy) are made when
-// the policy is; the others share one string, and all one slice.
+// the policy is; the others are made in the memory Check set aside for the
+// request's bucket keys, so that a check and its headers cost one
+// allocation. A second call on res (or a copy) makes its own.
 func (res *Result) WriteHeaders(h http.Header) {
-	var b strings.Builder
-	res.writeHeaders(h, &b)
-}
-
-// writeHeaders is WriteHeaders writing the values it makes to b, which
-// may hold what the caller wrote before (strings taken from b stay valid).
-func (res *Result) writeHeaders(h http.Header, b *strings.Builder) {
 	if !res.Limited {
 		return
 	}
+	s := res.sc
+	if s == nil || !s.claimed.CompareAndSwap(false, true) {
+		s = newScratch()
+	}
+	res.writeHeaders(h, s)
+}
+
+// writeHeaders is WriteHeaders making the values in s, which it owns.
+func (res *Result) writeHeaders(h http.Header, s *scratch) {
+	a, v := &s.arena, &s.vals
 	if res.Hidden { // the rule hides its headers: only a refusal's Retry-After
 		if !res.Allowed {
-			h[keyRetryAfter] = []string{strconv.FormatInt(res.RetryAfter, 10)}
+			v[5] = a.int(res.RetryAfter)
+			h[keyRetryAfter] = v[5:6:6]
 		}
 		return
 	}
 	d := &res.Decision
 	reset, window := ceilSeconds(d.ResetAfter), max(1, ceilSeconds(res.Period))
-	text := res.cr.headerText(res.Rule, d.Limit, window)
-	if text == nil { // not a limit of the policy's (a store's own limit, a tier cap)
-		text = &headerText{limit: strconv.FormatInt(d.Limit, 10), policy: policyText(res.Rule, d.Limit, window)}
+	if text := res.cr.headerText(res.Rule, d.Limit, window); text != nil {
+		v[0], v[3] = text.limit, text.policy
+	} else { // not a limit of the policy's (a store's own limit, a tier cap)
+		v[0] = a.int(d.Limit)
+		start := a.len()
+		a.buf = appendPolicy(a.buf, res.Rule, d.Limit, window)
+		v[3] = a.from(start)
 	}
-	b.Grow(72 + len(res.Rule))
-	start := b.Len()
-	var ends [3]int
-	writeInt(b, d.Remaining)
-	ends[0] = b.Len()
-	writeInt(b, res.at.Unix()+reset)
-	ends[1] = b.Len()
-	b.WriteByte('"')
-	b.WriteString(res.Rule)
-	b.WriteString(`";r=`)
-	writeInt(b, d.Remaining)
-	b.WriteString(";t=")
-	writeInt(b, reset)
-	ends[2] = b.Len()
-	if !res.Allowed {
-		writeInt(b, res.RetryAfter)
-	}
-	all := b.String()
-	vals := make([]string, 6)
-	vals[0], vals[1], vals[2] = text.limit, all[start:ends[0]], all[ends[0]:ends[1]]
-	vals[3], vals[4], vals[5] = text.policy, all[ends[1]:ends[2]], all[ends[2]:]
+	v[1] = a.int(d.Remaining)
+	v[2] = a.int(res.at.Unix() + reset)
+	start := a.len()
+	a.buf = append(a.buf, '"')
+	a.buf = append(a.buf, res.Rule...)
+	a.buf = append(a.buf, `";r=`...)
+	a.buf = append(a.buf, v[1]...)
+	a.buf = append(a.buf, ";t="...)
+	a.buf = strconv.AppendInt(a.buf, reset, 10)
+	v[4] = a.from(start)
 	n := 5
 	if !res.Allowed {
-		n = 6
+		v[5], n = a.int(res.RetryAfter), 6
 	}
-	keys := [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateLimit, keyRetryAfter}
 	for i := range n {
-		h[keys[i]] = vals[i : i+1 : i+1]
+		h[headerKeys[i]] = v[i : i+1 : i+1]
 	}
 }
 
-// writeInt writes v in decimal.
-func writeInt(b *strings.Builder, v int64) {
-	var n [20]byte
-	b.Write(strconv.AppendInt(n[:0], v, 10))
+// scratchRoom is what a request's scratch holds in place for the bucket
+// keys and header values: enough for a rule or two with keys of a few
+// dozen bytes; beyond it the arena grows on the heap.
+const scratchRoom = 128
+
+// scratch is the memory one request's made strings need, in one
+// allocation: the bucket keys and header values in an arena over room, the
+// header value slices in vals. Check makes it, with the first key it
+// builds; the first WriteHeaders of its Result (or a copy) claims it, so
+// that no two writers share vals or write the arena at once.
+type scratch struct {
+	vals    [6]string // X-RateLimit-Limit, -Remaining, -Reset, RateLimit-Policy, RateLimit, Retry-After
+	claimed atomic.Bool
+	arena
+	room [scratchRoom]byte
+}
+
+func newScratch() *scratch {
+	s := new(scratch)
+	s.buf = s.room[:0]
+	return s
+}
+
+// arena is an append-only byte buffer that hands out strings over the
+// bytes it holds, as strings.Builder does: a byte once written is never
+// written again (growing copies to a new array and leaves the old one to
+// the strings over it), so those strings never change.
+type arena struct{ buf []byte }
+
+func (a *arena) len() int { return len(a.buf) }
+
+// from is the string of the bytes written since start.
+func (a *arena) from(start int) string {
+	if start == len(a.buf) {
+		return ""
+	}
+	return unsafe.String(&a.buf[start], len(a.buf)-start)
+}
+
+// int writes v in decimal and returns it.
+func (a *arena) int(v int64) string {
+	start := len(a.buf)
+	a.buf = strconv.AppendInt(a.buf, v, 10)
+	return a.from(start)
 }
 
 // headerText is what a limit's rate-limit headers say that does not change
@@ -109,20 +151,17 @@ type headerText struct {
 // seconds.
 func newHeaderText(rule string, limit, window int64) headerText {
 	return headerText{limitN: limit, window: window, limit: strconv.FormatInt(limit, 10),
-		policy: policyText(rule, limit, window)}
+		policy: string(appendPolicy(nil, rule, limit, window))}
 }
 
-// policyText is the RateLimit-Policy value: "<rule>";q=<limit>;w=<window>.
-func policyText(rule string, limit, window int64) string {
-	var b strings.Builder
-	b.Grow(len(rule) + 48)
-	b.WriteByte('"')
-	b.WriteString(rule)
-	b.WriteString(`";q=`)
-	writeInt(&b, limit)
-	b.WriteString(";w=")
-	writeInt(&b, window)
-	return b.String()
+// appendPolicy appends the RateLimit-Policy value: "<rule>";q=<limit>;w=<window>.
+func appendPolicy(b []byte, rule string, limit, window int64) []byte {
+	b = append(b, '"')
+	b = append(b, rule...)
+	b = append(b, `";q=`...)
+	b = strconv.AppendInt(b, limit, 10)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, window, 10)
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }

@@ -55,7 +55,7 @@ const unknownIP = "unknown"
 // canonicalizing per request) and names an IPv4 peer by the host part of
 // RemoteAddr itself: a well-formed request costs no allocation.
 func (i *identifier) Identify(r *http.Request) Client {
-	id := Client{APIKey: first(r.Header[i.header]), IP: unknownIP}
+	id := Client{APIKey: first(r.Header[i.header])}
 	if id.APIKey != "" && i.keys != nil {
 		id.KeyVerified = i.keys.VerifyKey(r.Context(), id.APIKey)
 		if !id.KeyVerified {
@@ -67,14 +67,37 @@ func (i *identifier) Identify(r *http.Request) Client {
 			id.Subject, _ = i.jwt.Subject(h)
 		}
 	}
-	xff := r.Header["X-Forwarded-For"]
-	if addr, trusted, err := i.ips.resolve(r.RemoteAddr, xff); err == nil {
-		id.IP = i.clientKey(addr, r.RemoteAddr)
-		if !trusted && len(xff) > 0 && i.untrusted != nil {
-			i.untrusted.observe(addr)
-		}
-	}
+	id.IP = i.clientIP(r.RemoteAddr, r.Header)
 	return id
+}
+
+// clientIP is ClientKey of the client's resolved address (unknownIP when
+// the peer is not an IP), counting an ignored X-Forwarded-For. An IPv4
+// peer that is not a trusted proxy is the client, and net/http writes its
+// RemoteAddr as ClientKey does: it is read without netip's general parser
+// and named by the host part itself; its X-Forwarded-For is looked up only
+// to be counted.
+func (i *identifier) clientIP(remote string, h http.Header) string {
+	if addr, host, ok := parseIPv4Port(remote); ok && !i.ips.Trusted(addr) {
+		i.observe(addr, h)
+		return host
+	}
+	addr, trusted, err := i.ips.resolve(remote, h["X-Forwarded-For"])
+	if err != nil {
+		return unknownIP
+	}
+	if !trusted {
+		i.observe(addr, h)
+	}
+	return i.clientKey(addr, remote)
+}
+
+// observe counts a request from an untrusted peer that sent
+// X-Forwarded-For.
+func (i *identifier) observe(peer netip.Addr, h http.Header) {
+	if i.untrusted != nil && len(h["X-Forwarded-For"]) > 0 {
+		i.untrusted.observe(peer)
+	}
 }
 
 // first is a header's first value, as http.Header.Get gives it.

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 )
 
@@ -52,4 +53,54 @@ func TestIdentifyAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { id.Identify(r) }); n != 0 {
 		t.Errorf("Identify allocates %v times, want 0", n)
 	}
+}
+
+// TestParseIPv4Port: the fast reading of an IPv4 peer takes the forms
+// net/http writes and leaves every other to netip (which may refuse it).
+func TestParseIPv4Port(t *testing.T) {
+	for _, tc := range []struct {
+		in, host string // host "": not read here
+	}{
+		{"198.51.100.7:4711", "198.51.100.7"},
+		{"0.0.0.0:0", "0.0.0.0"},
+		{"255.255.255.255:65535", "255.255.255.255"},
+		{"10.0.0.1:080", "10.0.0.1"}, // netip reads a port's leading zeros too
+		{"10.0.0.1:65536", ""},
+		{"10.0.0.1:000080", ""}, // netip's to read
+		{"10.0.0.01:80", ""},
+		{"10.0.0.256:80", ""},
+		{"10.0.0.1000:80", ""},
+		{"10.0.0:80", ""},
+		{"10.0.0.1.2:80", ""},
+		{"10.0.0.1", ""},
+		{"10.0.0.1:", ""},
+		{"10.0.0.1:8a", ""},
+		{"10.0.0.1%eth0:80", ""},
+		{"[10.0.0.1]:80", ""},
+		{":80", ""},
+		{"", ""},
+	} {
+		a, host, ok := parseIPv4Port(tc.in)
+		if ok != (tc.host != "") || host != tc.host {
+			t.Errorf("%q: %v %q %v, want host %q", tc.in, a, host, ok, tc.host)
+		}
+	}
+}
+
+// FuzzParseIPv4Port: what the fast reading takes, netip reads as the same
+// address, whose text is the host part it returns.
+func FuzzParseIPv4Port(f *testing.F) {
+	for _, s := range []string{"198.51.100.7:4711", "1.2.3.4:0", "01.2.3.4:5", "1.2.3.4:99999", "1.2.3.4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, host, ok := parseIPv4Port(s)
+		if !ok {
+			return
+		}
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil || ap.Addr() != a || a.String() != host {
+			t.Fatalf("%q: fast %v %q, netip %v %v", s, a, host, ap, err)
+		}
+	})
 }

@@ -78,6 +78,9 @@ func normalizePrefix(p netip.Prefix) netip.Prefix {
 
 // Trusted reports whether addr is inside a trusted proxy prefix.
 func (r *IPResolver) Trusted(addr netip.Addr) bool {
+	if len(r.trusted) == 0 {
+		return false
+	}
 	addr = normalizeAddr(addr)
 	for _, p := range r.trusted {
 		if p.Contains(addr) {
@@ -144,6 +147,9 @@ func (r *IPResolver) walk(peer netip.Addr, xff []string) netip.Addr {
 // parser by shape, so that well-formed input allocates nothing (a failed
 // netip parse allocates its error; a zone allocates and is then dropped).
 func parseHop(s string) (netip.Addr, bool) {
+	if a, _, ok := parseIPv4Port(s); ok {
+		return a, true
+	}
 	var a netip.Addr
 	var err error
 	switch {
@@ -162,6 +168,47 @@ func parseHop(s string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return normalizeAddr(a), true
+}
+
+// parseIPv4Port reads "a.b.c.d:port" as net/http writes an IPv4 peer
+// (decimal fields without leading zeros, a port of up to five digits),
+// and returns the address and the text of its host part. Anything else
+// is not ok, and is left to netip's parser; what is ok netip reads alike.
+func parseIPv4Port(s string) (a netip.Addr, host string, ok bool) {
+	var ip [4]byte
+	i := 0
+	for f := range ip {
+		v, start := 0, i
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9' && i-start < 3; i++ {
+			v = v*10 + int(s[i]-'0')
+		}
+		if i == start || v > 255 || s[start] == '0' && i-start > 1 {
+			return netip.Addr{}, "", false
+		}
+		sep := byte('.')
+		if f == len(ip)-1 {
+			sep, host = ':', s[:i]
+		}
+		if i == len(s) || s[i] != sep {
+			return netip.Addr{}, "", false
+		}
+		ip[f] = byte(v)
+		i++
+	}
+	port := 0
+	if n := len(s) - i; n == 0 || n > 5 {
+		return netip.Addr{}, "", false
+	}
+	for ; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return netip.Addr{}, "", false
+		}
+		port = port*10 + int(s[i]-'0')
+	}
+	if port > 65535 {
+		return netip.Addr{}, "", false
+	}
+	return netip.AddrFrom4(ip), host, true
 }
 
 func normalizeAddr(a netip.Addr) netip.Addr {

@@ -3,7 +3,9 @@ package instrument
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,8 +32,11 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec // throttled_decision_duration_seconds{store}
 	errors    *prometheus.CounterVec   // throttled_store_errors_total{kind}
 
-	mu       sync.RWMutex // guards counters
-	counters map[labelKey]prometheus.Counter
+	// counters is the child counter of every label set counted so far: a
+	// map never changed once stored, so that Count reads it without a
+	// lock; resolve stores a new one, holding mu.
+	counters atomic.Pointer[map[labelKey]prometheus.Counter]
+	mu       sync.Mutex
 }
 
 type labelKey struct{ tier, rule, decision string }
@@ -54,8 +59,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "throttled_store_errors_total",
 			Help: "Store errors by kind (timeout, canceled, invalid, redis).",
 		}, []string{"kind"}),
-		counters: make(map[labelKey]prometheus.Counter),
 	}
+	m.counters.Store(&map[labelKey]prometheus.Counter{})
 	for _, k := range ErrorKinds {
 		m.errors.WithLabelValues(k)
 	}
@@ -73,33 +78,34 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // labels seen before.
 func (m *Metrics) Count(tier, rule, decision string) {
 	k := labelKey{tier, rule, decision}
-	m.mu.RLock()
-	c := m.counters[k]
-	m.mu.RUnlock()
+	c := (*m.counters.Load())[k]
 	if c == nil {
 		c = m.resolve(k)
 	}
 	c.Inc()
 }
 
+// resolve makes the child counter of k (and, for a decision label, of
+// its siblings) and stores a new counters map that holds it.
 func (m *Metrics) resolve(k labelKey) prometheus.Counter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c := m.counters[k]; c != nil {
+	cur := *m.counters.Load()
+	if c := cur[k]; c != nil {
 		return c
 	}
-	if !isDecisionLabel(k.decision) {
-		c := m.decisions.WithLabelValues(k.tier, k.rule, k.decision)
-		m.counters[k] = c
-		return c
+	next := maps.Clone(cur)
+	labels := []string{k.decision}
+	if isDecisionLabel(k.decision) {
+		labels = limiter.DecisionLabels[:]
 	}
-	for _, l := range limiter.DecisionLabels {
-		lk := labelKey{k.tier, k.rule, l}
-		if m.counters[lk] == nil {
-			m.counters[lk] = m.decisions.WithLabelValues(k.tier, k.rule, l)
+	for _, l := range labels {
+		if lk := (labelKey{k.tier, k.rule, l}); next[lk] == nil {
+			next[lk] = m.decisions.WithLabelValues(k.tier, k.rule, l)
 		}
 	}
-	return m.counters[k]
+	m.counters.Store(&next)
+	return next[k]
 }
 
 func isDecisionLabel(s string) bool {
@@ -143,10 +149,14 @@ type instrumented struct {
 	latency prometheus.Observer
 }
 
+// since is the instant decisions are timed from: time.Since of it reads
+// the monotonic clock alone, where time.Now reads the wall clock too.
+var since = time.Now()
+
 func (i *instrumented) Decide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
-	start := time.Now()
+	start := time.Since(since)
 	d, err := i.s.Decide(ctx, req)
-	i.latency.Observe(time.Since(start).Seconds())
+	i.latency.Observe((time.Since(since) - start).Seconds())
 	if err != nil {
 		i.m.CountError(err)
 	}

@@ -2,7 +2,9 @@ package instrument_test
 
 import (
 	"context"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,6 +108,74 @@ func BenchmarkMetricsCount(b *testing.B) {
 	for b.Loop() {
 		m.Count("free", "per-key", "allowed")
 	}
+}
+
+// BenchmarkMetricsStore is the timing and error counting around a
+// decision of the in-memory store.
+func BenchmarkMetricsStore(b *testing.B) {
+	m, err := instrument.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := instrument.Store(limiter.NewMemory(), m, "memory")
+	req := limiter.Request{Key: "k", Rule: limiter.Rule{Name: "r", Limit: 1e9, Period: time.Second}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Decide(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMetricsCountConcurrent: counts made at once from many goroutines,
+// on label sets first seen while others count, all arrive.
+func TestMetricsCountConcurrent(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := instrument.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := []string{"a", "b", "c", "d"}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				m.Count("free", rules[(g+i)%len(rules)], "allowed")
+			}
+		})
+	}
+	wg.Wait()
+	got, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]float64{}
+	for _, f := range got {
+		for _, c := range f.Metric {
+			if f.GetName() == "throttled_decisions_total" && c.Label[0].GetValue() == "allowed" {
+				allowed[c.Label[1].GetValue()] = c.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"a": 200, "b": 200, "c": 200, "d": 200}; !maps.Equal(allowed, want) {
+		t.Errorf("allowed by rule %v, want %v", allowed, want)
+	}
+}
+
+// BenchmarkMetricsCountParallel is Count from every core at once, as the
+// handlers of concurrent requests call it.
+func BenchmarkMetricsCountParallel(b *testing.B) {
+	m, err := instrument.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Count("free", "per-key", "allowed")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Count("free", "per-key", "allowed")
+		}
+	})
 }
 
 func TestMetricsCountRedisErrors(t *testing.T) {
