@@ -47,7 +47,7 @@ type httpResult struct {
 func benchHTTP(args []string, w io.Writer) error {
 	fs := newFlagSet("bench http", "", "a hello-world served with and without the middleware (none, memory, redis, lease) and behind peers (xrate, echo, naive-redis)")
 	fs.SetOutput(w)
-	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, and the peers xrate, echo, naive-redis")
+	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), and the peers xrate, echo, naive-redis")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis and lease)")
 	conns := fs.Int("conns", 64, "concurrent connections of the closed loop")
 	keys := fs.Int("keys", 1000, "distinct API keys")
@@ -78,7 +78,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	var rdb *redis.Client
 	for _, m := range ms {
 		switch m {
-		case "none", "memory", peerXRate, peerEcho:
+		case "none", "memory", memoryNoHeaders, peerXRate, peerEcho:
 		case "redis", "lease", peerNaiveRedis:
 			if rdb == nil {
 				opt, err := redis.ParseURL(*redisURL)
@@ -90,7 +90,7 @@ func benchHTTP(args []string, w io.Writer) error {
 				defer rdb.Close()
 			}
 		default:
-			return fmt.Errorf("bench http: mode %q: want none, memory, redis, lease, %s, %s or %s", m, peerXRate, peerEcho, peerNaiveRedis)
+			return fmt.Errorf("bench http: mode %q: want none, memory, redis, lease, %s, %s, %s or %s", m, memoryNoHeaders, peerXRate, peerEcho, peerNaiveRedis)
 		}
 	}
 	enc := json.NewEncoder(w)
@@ -205,6 +205,11 @@ var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "Hello, World!")
 })
 
+// memoryNoHeaders is mode memory with the rule's hide_client_headers: the
+// same decisions without the five rate-limit headers, which the peers do
+// not send either: what the headers cost, measured in the same run.
+const memoryNoHeaders = "memory-noheaders"
+
 // benchLimit is the quota of every mode, per API key and second: one no
 // client reaches.
 const benchLimit = 1e9
@@ -213,14 +218,19 @@ const benchLimit = 1e9
 // peer's limiter, bench_peers.go): one rule per API key, a quota no client
 // reaches.
 func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Handler, error) {
-	if h, ok := peerHandler(m, rdb, benchLimit, benchLimit); ok {
+	return limitedHandler(m, rdb, set, benchLimit)
+}
+
+// limitedHandler is benchHandler with a quota of limit per key and second.
+func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit int64) (http.Handler, error) {
+	if h, ok := peerHandler(m, rdb, float64(limit), int(limit)); ok {
 		return h, nil
 	}
 	var s limiter.Store
 	switch m {
 	case "none":
 		return helloWorld, nil
-	case "memory":
+	case "memory", memoryNoHeaders:
 		s = limiter.NewMemory()
 	case "redis", "lease":
 		var err error
@@ -234,8 +244,8 @@ func benchHandler(m string, rdb *redis.Client, set redisstore.Settings) (http.Ha
 		}
 	}
 	p := enforce.Policy{
-		Tiers: []enforce.Tier{{Name: "free", Limit: benchLimit, Period: time.Second, Priority: 1}},
-		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}}},
+		Tiers: []enforce.Tier{{Name: "free", Limit: limit, Period: time.Second, Priority: 1}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, HideHeaders: m == memoryNoHeaders}},
 	}
 	// Unassigned API keys are anonymous by default, and a rule keyed by
 	// api_key skips anonymous clients: without this the middleware decided

@@ -97,6 +97,31 @@ func TestBenchHTTPHandlersDecide(t *testing.T) {
 	}
 }
 
+// Mode memory-noheaders decides (with a quota of one per key, a key's
+// second request is refused) and sends none of the rate-limit headers.
+func TestBenchHTTPNoHeaders(t *testing.T) {
+	h, err := limitedHandler(memoryNoHeaders, nil, redisstore.Settings{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for range 2 {
+		req := httptest.NewRequest("GET", "/hello", nil)
+		req.Header.Set("X-API-Key", "k1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		got = append(got, w.Code)
+		for k := range w.Header() {
+			if strings.Contains(strings.ToLower(k), "ratelimit") {
+				t.Errorf("header %s sent: want no rate-limit headers", k)
+			}
+		}
+	}
+	if want := []int{200, 429}; !slices.Equal(got, want) {
+		t.Errorf("k1 twice answered %v, want %v", got, want)
+	}
+}
+
 // Each peer of bench http limits per API key: with a quota of one request
 // (rate 1/s, burst 1) a key's second request at once is refused with 429,
 // while another key is still served.
