@@ -10,8 +10,10 @@
 // what leases change is when tokens are spent. An instance holds at most
 // Size unspent tokens per key (one refill at a time per key), so over any
 // window the keys admit at most what the shared store alone would admit
-// plus N × Size. Unspent tokens are dropped after TTL (they are not given
-// back: an instance that goes quiet under-admits by at most Size).
+// plus N × Size (whenever a token was leased, it was spent in the shared
+// store then). Unspent tokens live while their key is in use and are
+// dropped once it was quiet for TTL (they are not given back: an instance
+// that goes quiet under-admits by at most Size).
 //
 // # When it leases
 //
@@ -21,7 +23,6 @@
 // and only for a key seen within TTL (the first decision of a key is
 // exact). Everything else, and a lease the shared store refuses, is an
 // exact decision of the shared store. A key stays hot while it is used: a
-// lease that ran out (spent, or unspent after TTL) on a key seen within
-// TTL is renewed by the next decision, which leases along with its own
-// cost.
+// lease that ran out on a key seen within TTL is renewed by the next
+// decision, which leases along with its own cost.
 package tokenlease

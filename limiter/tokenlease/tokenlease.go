@@ -22,8 +22,9 @@ type Settings struct {
 	// Size is the most tokens leased at once beyond the request's own
 	// cost, capped by the rule's capacity. 0 means 16.
 	Size int64
-	// TTL is how long unspent leased tokens live, and how long a key
-	// stays hot after its last decision. 0 means 1 s.
+	// TTL is how long a key's unspent leased tokens live after its last
+	// decision (while it is used, they do not lapse), and how long it
+	// stays hot after that. 0 means 1 s.
 	TTL time.Duration
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
@@ -79,7 +80,7 @@ type lease struct {
 	rule     limiter.Rule // tokens are only spent under the rule they were leased under
 	tokens   int64        // unspent
 	base     int64        // the shared store's Remaining when leased
-	expires  time.Time    // the tokens end
+	expires  time.Time    // the tokens end: TTL after the lease or its last spend
 	seen     time.Time    // the key's last decision: it is hot until seen + TTL
 	refilled bool         // a refill is in flight: others decide exactly
 }
@@ -149,7 +150,7 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 		return limiter.Decision{}, false
 	}
 	l.tokens -= cost
-	l.seen = now
+	l.seen, l.expires = now, now.Add(s.set.TTL) // tokens live while the key is used
 	rem := l.base + l.tokens
 	sh.mu.Unlock()
 	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true

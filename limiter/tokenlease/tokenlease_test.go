@@ -124,6 +124,38 @@ func TestLeaseExpires(t *testing.T) {
 	}
 }
 
+// TestLeaseLivesWhileUsed: a lease's unspent tokens live while its key is
+// in use and lapse once the key was quiet for TTL. They were spent in the
+// shared store when leased: dropping them while the key still asks threw
+// them away and leased again, a round trip and up to Size tokens lost per
+// TTL for a key whose rate × TTL is under Size.
+func TestLeaseLivesWhileUsed(t *testing.T) {
+	clock := fakeclock.New(t0)
+	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
+	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 4, TTL: 100 * time.Millisecond, Now: clock.Now})
+	for _, st := range []struct {
+		at        time.Duration
+		shared    int64 // calls so far
+		remaining int64 // -1: not checked (the shared bucket refilled meanwhile)
+	}{
+		{0, 1, 9},                       // t0: exact
+		{10 * time.Millisecond, 2, 8},   // t1: lease 4 (shared 9-5 = 4), until t1 + TTL
+		{90 * time.Millisecond, 2, 7},   // t2: local; the lease now lives until t2 + TTL
+		{180 * time.Millisecond, 2, 6},  // t3: local, past t1 + TTL
+		{270 * time.Millisecond, 2, 5},  // t4: local
+		{360 * time.Millisecond, 2, 4},  // t5: local, the lease's last token
+		{450 * time.Millisecond, 3, -1}, // t6: spent: lease again, with its own cost
+		{560 * time.Millisecond, 4, -1}, // t7: quiet for longer than TTL: exact
+	} {
+		clock.Set(t0.Add(st.at))
+		d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule})
+		if err != nil || !d.Allowed || shared.n.Load() != st.shared || st.remaining >= 0 && d.Remaining != st.remaining {
+			t.Fatalf("at t0+%v: %+v %v after %d shared calls, want remaining %d after %d",
+				st.at, d, err, shared.n.Load(), st.remaining, st.shared)
+		}
+	}
+}
+
 // TestOverAdmissionBound: N instances on one shared store, each sending
 // more than the rule allows, admit over every window at most
 // burst + rate × window + N × Size.
@@ -229,27 +261,31 @@ func TestInvalidWithLease(t *testing.T) {
 }
 
 // TestContinuousUseKeepsTheKeyHot: a key is hot while it was seen within
-// TTL, as the package doc says, not only until its lease expires. A key
-// in steady use whose lease ran out unspent leases again at once; it used
-// to take an exact decision first and lease only on the request after
-// (two round trips per TTL for a key that never went quiet).
+// TTL, as the package doc says, not only while it holds a lease. A key in
+// steady use whose lease ran out leases again at once; it used to take an
+// exact decision first and lease only on the request after (two round
+// trips per lease for a key that never went quiet).
 func TestContinuousUseKeepsTheKeyHot(t *testing.T) {
 	clock := fakeclock.New(t0)
 	shared := &counting{Store: limiter.NewMemory(limiter.WithClock(clock.Now))}
 	s, _ := tokenlease.New(shared, tokenlease.Settings{Size: 4, TTL: 100 * time.Millisecond, Now: clock.Now})
+	roomy := limiter.Rule{Name: "r", Limit: 100, Period: time.Second, Burst: 100} // every lease granted
 	for _, st := range []struct {
 		at     time.Duration
 		shared int64 // calls so far
 	}{
 		{0, 1},                      // t0: exact
-		{10 * time.Millisecond, 2},  // t1: lease 4, until t0+110ms
-		{90 * time.Millisecond, 2},  // t2: local; seen
-		{150 * time.Millisecond, 3}, // t3: the lease ran out, the key was seen 60 ms ago: lease again
-		{151 * time.Millisecond, 3}, // t4: local
-		{300 * time.Millisecond, 4}, // t5: quiet for longer than TTL: exact
+		{10 * time.Millisecond, 2},  // t1: lease 4
+		{20 * time.Millisecond, 2},  // t2: local
+		{30 * time.Millisecond, 2},  // t3: local
+		{40 * time.Millisecond, 2},  // t4: local
+		{50 * time.Millisecond, 2},  // t5: local, the last token
+		{60 * time.Millisecond, 3},  // t6: the lease ran out, the key was seen 10 ms ago: lease again
+		{61 * time.Millisecond, 3},  // t7: local
+		{300 * time.Millisecond, 4}, // t8: quiet for longer than TTL: exact
 	} {
 		clock.Set(t0.Add(st.at))
-		if d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: rule}); err != nil || !d.Allowed {
+		if d, err := s.Decide(context.Background(), limiter.Request{Key: "k", Rule: roomy}); err != nil || !d.Allowed {
 			t.Fatalf("at t0+%v: %+v %v", st.at, d, err)
 		}
 		if got := shared.n.Load(); got != st.shared {
