@@ -27,7 +27,7 @@ import (
 // httpResult is one mode of one round of `throttled bench http`.
 type httpResult struct {
 	Round          int     `json:"round"`
-	Mode           string  `json:"mode"`             // none, memory, redis, lease
+	Mode           string  `json:"mode"`             // none, memory, memory-noheaders, redis, lease, or a peer
 	RequestsPerSec float64 `json:"requests_per_sec"` // closed loop, --conns connections
 	Ratio          float64 `json:"ratio"`            // of mode none in the same round
 	HalfLoadRPS    float64 `json:"half_load_rps"`    // offered: half of none's requests_per_sec
@@ -48,7 +48,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	fs := newFlagSet("bench http", "", "a hello-world served with and without the middleware (none, memory, redis, lease) and behind peers (xrate, echo, naive-redis)")
 	fs.SetOutput(w)
 	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), and the peers xrate, echo, naive-redis")
-	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis and lease)")
+	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis, lease and naive-redis)")
 	conns := fs.Int("conns", 64, "concurrent connections of the closed loop")
 	keys := fs.Int("keys", 1000, "distinct API keys")
 	dur := fs.Duration("duration", 3*time.Second, "each mode's closed loop (in turns of 1 s after 250 ms not counted, modes interleaved), then its half-load run")
