@@ -52,7 +52,6 @@ type overflowEntry struct {
 }
 
 type memEntry struct {
-	alg    Algorithm
 	st     state
 	expire float64 // µs; the state is fresh again from then on
 }
@@ -112,10 +111,10 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 		us = sh.steady(us)
 	}
 	e := sh.entry(req.Rule.Algorithm, req.Key, req.Rule.Name, us, m.perShard)
-	if e.alg != req.Rule.Algorithm || e.expire <= us {
+	if e.expire <= us { // an entry is of one algorithm: sh.m and overflow are by algorithm
 		e.st.log.reset() // keep the logs' buffers
 		e.st.alog.reset()
-		e.alg, e.st = req.Rule.Algorithm, state{log: e.st.log, alog: e.st.alog}
+		e.st = state{log: e.st.log, alog: e.st.alog}
 	}
 	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
 	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
@@ -156,7 +155,7 @@ func (sh *memShard) entry(alg Algorithm, key, rule string, now float64, limit in
 	if sh.keys() >= limit {
 		return sh.overflowEntry(overflowKey{rule, alg})
 	}
-	e := &memEntry{alg: alg}
+	e := new(memEntry)
 	sh.m[alg][strings.Clone(key)] = e
 	return e
 }
@@ -175,7 +174,7 @@ func (sh *memShard) keys() int {
 func (sh *memShard) overflowEntry(ok overflowKey) *memEntry {
 	o := sh.overflow[ok]
 	if o == nil {
-		o = &overflowEntry{memEntry: memEntry{alg: ok.alg}}
+		o = new(overflowEntry)
 		sh.overflow[overflowKey{strings.Clone(ok.rule), ok.alg}] = o
 	}
 	o.n++
