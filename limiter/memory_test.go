@@ -182,3 +182,20 @@ func BenchmarkMemoryDecide1000Keys(b *testing.B) {
 		}
 	}
 }
+
+// TestMemoryKeyUnderTwoAlgorithms: one key decided under two algorithms
+// keeps a state under each; exhausting one leaves the other full.
+func TestMemoryKeyUnderTwoAlgorithms(t *testing.T) {
+	m := limiter.NewMemory()
+	tb := limiter.Rule{Name: "a", Limit: 2, Period: time.Minute}
+	fw := limiter.Rule{Name: "a", Algorithm: limiter.FixedWindow, Limit: 2, Period: time.Minute}
+	for i, st := range []struct {
+		rule    limiter.Rule
+		allowed bool
+	}{{tb, true}, {tb, true}, {tb, false}, {fw, true}, {fw, true}, {fw, false}, {tb, false}} {
+		d, err := m.DecideAt(t0, limiter.Request{Key: "k", Rule: st.rule})
+		if err != nil || d.Allowed != st.allowed {
+			t.Fatalf("step %d (%s): allowed %v, %v; want %v", i, st.rule.Algorithm, d.Allowed, err, st.allowed)
+		}
+	}
+}
