@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,16 +217,15 @@ func redisBytesPerKey(c *redis.Client, s limiter.Store, alg limiter.Algorithm, n
 
 // usedMemory is INFO memory's used_memory.
 func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
-	info, err := c.Info(ctx, "memory").Result()
+	f, err := info(ctx, c, "memory")
 	if err != nil {
-		return 0, fmt.Errorf("bench: INFO memory: %w", err)
+		return 0, err
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
+	v, ok := f["used_memory"]
+	if !ok {
+		return 0, errors.New("bench: INFO memory has no used_memory")
 	}
-	return 0, errors.New("bench: INFO memory has no used_memory")
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // redisCPUSeconds is the user and system CPU of the Redis server of c so
@@ -236,20 +234,25 @@ func redisCPUSeconds(c *redis.Client) float64 {
 	if c == nil {
 		return 0
 	}
-	info, err := c.Info(context.Background(), "cpu").Result()
+	f, err := info(context.Background(), c, "cpu")
 	if err != nil {
 		return 0
 	}
-	sum := 0.0
-	for _, line := range strings.Split(info, "\n") {
-		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), k); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				sum += f
-			}
-		}
+	sys, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
+	user, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
+	return sys + user
+}
+
+// info is the fields of an INFO section of c's server (go-redis InfoMap).
+func info(ctx context.Context, c *redis.Client, section string) (map[string]string, error) {
+	m, err := c.InfoMap(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("bench: INFO %s: %w", section, err)
 	}
-	return sum
+	for _, fields := range m {
+		return fields, nil // the one section asked for
+	}
+	return map[string]string{}, nil
 }
 
 // unlinkBenchKeys removes every key under benchPrefix.

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,11 +44,9 @@ func takeSample(t *testing.T, rc *redis.Client, admin string) soakSample {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	info := rc.Info(context.Background(), "clients").Val()
-	m := regexp.MustCompile(`connected_clients:(\d+)`).FindStringSubmatch(info)
 	conns := int64(-1)
-	if m != nil {
-		conns, _ = strconv.ParseInt(m[1], 10, 64)
+	if v, ok := testenv.Info(t, rc, "clients")["connected_clients"]; ok {
+		conns, _ = strconv.ParseInt(v, 10, 64)
 	}
 	_, metrics := call(t, "GET", admin+"/metrics", "")
 	var errs float64

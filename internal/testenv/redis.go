@@ -120,22 +120,46 @@ func (r *Redis) Stop() {
 	}
 }
 
-// EvalshaCalls is INFO commandstats' count of EVALSHA on c since the last
-// CONFIG RESETSTAT (0 before the first).
-func EvalshaCalls(tb testing.TB, c *redis.Client) int {
+// Info is the fields of an INFO section of c's server (go-redis InfoMap).
+func Info(tb testing.TB, c *redis.Client, section string) map[string]string {
 	tb.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
+	m, err := c.InfoMap(context.Background(), section).Result()
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("testenv: INFO %s: %v", section, err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, err := strconv.Atoi(v[:strings.IndexByte(v, ',')])
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return n
-		}
+	for _, fields := range m {
+		return fields // the one section asked for
 	}
-	return 0
+	return map[string]string{}
 }
+
+// InfoInt is an integer field of an INFO section; it fails tb when the
+// field is missing or not an integer.
+func InfoInt(tb testing.TB, c *redis.Client, section, field string) int64 {
+	tb.Helper()
+	v, ok := Info(tb, c, section)[field]
+	n, err := strconv.ParseInt(v, 10, 64)
+	if !ok || err != nil {
+		tb.Fatalf("testenv: INFO %s: %s is %q (%v)", section, field, v, err)
+	}
+	return n
+}
+
+// CommandCalls is INFO commandstats' count of cmd (say "evalsha") on c
+// since the last CONFIG RESETSTAT (0 before the first).
+func CommandCalls(tb testing.TB, c *redis.Client, cmd string) int {
+	tb.Helper()
+	v, ok := Info(tb, c, "commandstats")["cmdstat_"+cmd] // calls=N,usec=…
+	if !ok {
+		return 0
+	}
+	calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+	n, err := strconv.Atoi(calls)
+	if err != nil {
+		tb.Fatalf("testenv: INFO commandstats: cmdstat_%s is %q", cmd, v)
+	}
+	return n
+}
+
+// EvalshaCalls is CommandCalls of EVALSHA.
+func EvalshaCalls(tb testing.TB, c *redis.Client) int { return CommandCalls(tb, c, "evalsha") }

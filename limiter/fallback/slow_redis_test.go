@@ -3,7 +3,6 @@ package fallback_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,22 +16,7 @@ import (
 
 // totalConnections is the connections Redis has accepted since it started.
 func totalConnections(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(l, "total_connections_received:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no total_connections_received in INFO stats:\n%s", info)
-	return 0
+	return testenv.InfoInt(t, c, "stats", "total_connections_received")
 }
 
 // TestSlowRedisKeepsConnections: while Redis answers slower than the

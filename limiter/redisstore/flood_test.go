@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -32,13 +31,7 @@ func floodKeys(t *testing.T) int {
 }
 
 func usedMemory(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	m := regexp.MustCompile(`used_memory:(\d+)`).FindStringSubmatch(c.Info(context.Background(), "memory").Val())
-	if m == nil {
-		t.Fatal("INFO memory has no used_memory")
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return n
+	return testenv.InfoInt(t, c, "memory", "used_memory")
 }
 
 // liveKeys counts the client keys Redis holds state for: the fields of the
