@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -77,20 +78,18 @@ func benchHTTP(args []string, w io.Writer) error {
 	}
 	var rdb *redis.Client
 	for _, m := range ms {
-		switch m {
-		case "none", "memory", memoryNoHeaders, peerXRate, peerEcho:
-		case "redis", "lease", peerNaiveRedis:
-			if rdb == nil {
-				opt, err := redis.ParseURL(*redisURL)
-				if err != nil {
-					return fmt.Errorf("bench http: --redis-url: %w", err)
-				}
-				opt.PoolSize, opt.ContextTimeoutEnabled = *conns, true
-				rdb = redis.NewClient(opt)
-				defer rdb.Close()
+		needsRedis, ok := benchModes[m]
+		if !ok {
+			return fmt.Errorf("bench http: mode %q: want one of %s", m, strings.Join(slices.Sorted(maps.Keys(benchModes)), ", "))
+		}
+		if needsRedis && rdb == nil {
+			opt, err := redis.ParseURL(*redisURL)
+			if err != nil {
+				return fmt.Errorf("bench http: --redis-url: %w", err)
 			}
-		default:
-			return fmt.Errorf("bench http: mode %q: want none, memory, redis, lease, %s, %s, %s or %s", m, memoryNoHeaders, peerXRate, peerEcho, peerNaiveRedis)
+			opt.PoolSize, opt.ContextTimeoutEnabled = *conns, true
+			rdb = redis.NewClient(opt)
+			defer rdb.Close()
 		}
 	}
 	enc := json.NewEncoder(w)
@@ -204,6 +203,10 @@ var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = io.WriteString(w, "Hello, World!")
 })
+
+// benchModes are the modes of bench http, and whether each needs Redis.
+var benchModes = map[string]bool{"none": false, "memory": false, memoryNoHeaders: false, "redis": true, "lease": true,
+	peerXRate: false, peerEcho: false, peerNaiveRedis: true}
 
 // memoryNoHeaders is mode memory with the rule's hide_client_headers: the
 // same decisions without the five rate-limit headers, which the peers do

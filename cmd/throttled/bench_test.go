@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -150,5 +151,13 @@ func TestBenchHTTPPeersDecide(t *testing.T) {
 	}
 	if _, ok := peerHandler("nginx", rdb, 1, 1); ok {
 		t.Error("peerHandler made a peer of an unknown mode")
+	}
+}
+
+// An unknown bench http mode is refused by name, with the modes there are.
+func TestBenchHTTPBadMode(t *testing.T) {
+	err := bench([]string{"http", "--modes", "none,bogus"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `"bogus"`) || !strings.Contains(err.Error(), "naive-redis") {
+		t.Fatalf("err = %v, want the mode named and the modes listed", err)
 	}
 }
