@@ -119,7 +119,7 @@ func (r *Store) sendScripts(ctx context.Context, jobs []*job, sc *scratch) {
 	if n == 1 { // the usual batch: no pipeline to build and run
 		one.cmd = r.c.Do(ctx, one.args...)
 		if isNoScript(one.cmd.Err()) {
-			one.cmd = r.c.Do(ctx, append([]any{"eval", batchSrcs[one.alg]}, one.args[2:]...)...)
+			one.cmd = r.c.Do(ctx, one.evalArgs()...)
 		}
 	} else {
 		r.pipeScripts(ctx, sc)
@@ -147,6 +147,9 @@ func (g *group) build(a int) {
 	}
 }
 
+// evalArgs are g's arguments for EVAL of its source, after NOSCRIPT.
+func (g *group) evalArgs() []any { return append([]any{"eval", batchSrcs[g.alg]}, g.args[2:]...) }
+
 // pipeScripts sends the built groups of sc in one pipeline, then EVAL for
 // those that met NOSCRIPT.
 func (r *Store) pipeScripts(ctx context.Context, sc *scratch) {
@@ -162,7 +165,7 @@ func (r *Store) pipeScripts(ctx context.Context, sc *scratch) {
 			if again == nil {
 				again = r.c.Pipeline()
 			}
-			g.cmd = again.Do(ctx, append([]any{"eval", batchSrcs[a]}, g.args[2:]...)...)
+			g.cmd = again.Do(ctx, g.evalArgs()...)
 		}
 	}
 	if again != nil {

@@ -117,16 +117,17 @@ func (r *Store) run(ctx context.Context, j *job) ([4]int64, error) {
 	}
 	l := r.lanes.of(ctx, j)
 	alone, err := r.enqueue(l, j)
-	if err != nil || alone {
-		if alone {
-			r.sendAlone(ctx, l, j)
-			err = j.err
-		}
-		rep := j.rep
+	if err != nil {
 		j.release()
-		return rep, err
+		return [4]int64{}, err
 	}
-	return j.await(ctx)
+	if !alone {
+		return j.await(ctx)
+	}
+	r.sendAlone(ctx, l, j)
+	rep, err := j.rep, j.err
+	j.release()
+	return rep, err
 }
 
 // HonoursDeadlines reports an error when the go-redis client ignores
