@@ -77,12 +77,13 @@ type leaseKey struct{ rule, key string }
 
 // lease is what an instance holds for one rule and key.
 type lease struct {
-	rule     limiter.Rule // tokens are only spent under the rule they were leased under
-	tokens   int64        // unspent
-	base     int64        // the shared store's Remaining when leased
-	expires  time.Time    // the tokens end: TTL after the lease or its last spend
-	seen     time.Time    // the key's last decision: it is hot until seen + TTL
-	refilled bool         // a refill is in flight: others decide exactly
+	rule   limiter.Rule // tokens are only spent under the rule they were leased under
+	tokens int64        // unspent
+	base   int64        // the shared store's Remaining when leased
+	// seen is the key's last decision here (a spend, or the one that
+	// leased): the key is hot, and its tokens live, until seen + TTL.
+	seen     time.Time
+	refilled bool // a refill is in flight: others decide exactly
 }
 
 // New returns a leasing store over shared.
@@ -122,7 +123,7 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		sh.sweepLocked(now, s.set.TTL)
 		// seen: hot from now on. The key is copied: a caller's key may share
 		// its bytes with more than the key (enforce builds one buffer).
-		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, expires: now, seen: now}
+		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, seen: now}
 	}
 	sh.mu.Unlock()
 	if !hot {
@@ -145,12 +146,12 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 	now, sh := s.set.Now(), s.shard(req.Key)
 	sh.mu.Lock()
 	l := sh.leases[leaseKey{req.Rule.Name, req.Key}]
-	if l == nil || l.rule != req.Rule || !now.Before(l.expires) || l.tokens < cost {
+	if l == nil || l.rule != req.Rule || now.Sub(l.seen) >= s.set.TTL || l.tokens < cost {
 		sh.mu.Unlock()
 		return limiter.Decision{}, false
 	}
 	l.tokens -= cost
-	l.seen, l.expires = now, now.Add(s.set.TTL) // tokens live while the key is used
+	l.seen = now // the tokens live while the key is used
 	rem := l.base + l.tokens
 	sh.mu.Unlock()
 	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
@@ -171,7 +172,7 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *l
 	sh.mu.Lock()
 	l.refilled = false
 	if granted {
-		l.tokens, l.base, l.expires = n, d.Remaining, now.Add(s.set.TTL)
+		l.tokens, l.base = n, d.Remaining // seen is now: Decide set it
 	}
 	sh.mu.Unlock()
 	if granted {
@@ -184,14 +185,14 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *l
 	return s.shared.Decide(ctx, req)
 }
 
-// sweepLocked drops the leases of keys gone cold (tokens expired, not
-// seen within ttl), at most once per ttl. sh.mu is held.
+// sweepLocked drops the leases of keys gone cold (not seen within ttl:
+// their tokens ended with it), at most once per ttl. sh.mu is held.
 func (sh *shard) sweepLocked(now time.Time, ttl time.Duration) {
 	if now.Before(sh.sweep) {
 		return
 	}
 	for k, l := range sh.leases {
-		if !now.Before(l.expires) && now.Sub(l.seen) >= ttl && !l.refilled {
+		if now.Sub(l.seen) >= ttl && !l.refilled {
 			delete(sh.leases, k)
 		}
 	}
