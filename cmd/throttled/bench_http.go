@@ -28,7 +28,7 @@ import (
 // httpResult is one mode of one round of `throttled bench http`.
 type httpResult struct {
 	Round          int     `json:"round"`
-	Mode           string  `json:"mode"`             // none, memory, memory-noheaders, redis, lease, or a peer
+	Mode           string  `json:"mode"`             // none, memory, memory-noheaders, redis, lease, wait, or a peer
 	RequestsPerSec float64 `json:"requests_per_sec"` // closed loop, --conns connections
 	Ratio          float64 `json:"ratio"`            // of mode none in the same round
 	HalfLoadRPS    float64 `json:"half_load_rps"`    // offered: half of none's requests_per_sec
@@ -48,7 +48,7 @@ type httpResult struct {
 func benchHTTP(args []string, w io.Writer) error {
 	fs := newFlagSet("bench http", "", "a hello-world served with and without the middleware (none, memory, redis, lease) and behind peers (xrate, echo, naive-redis)")
 	fs.SetOutput(w)
-	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), and the peers xrate, echo, naive-redis")
+	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), the peers xrate, echo, naive-redis, and wait (a handler that only waits for another goroutine: the most an exact remote decision could read)")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis, lease and naive-redis)")
 	conns := fs.Int("conns", 64, "concurrent connections of the closed loop")
 	keys := fs.Int("keys", 1000, "distinct API keys")
@@ -206,7 +206,7 @@ var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 
 // benchModes are the modes of bench http, and whether each needs Redis.
 var benchModes = map[string]bool{"none": false, "memory": false, memoryNoHeaders: false, "redis": true, "lease": true,
-	peerXRate: false, peerEcho: false, peerNaiveRedis: true}
+	peerXRate: false, peerEcho: false, peerNaiveRedis: true, modeWait: false}
 
 // memoryNoHeaders is mode memory with the rule's hide_client_headers: the
 // same decisions without the five rate-limit headers, which the peers do
@@ -233,6 +233,8 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 	switch m {
 	case "none":
 		return helloWorld, nil
+	case modeWait:
+		return newWaiter(helloWorld), nil
 	case "memory", memoryNoHeaders:
 		s = limiter.NewMemory()
 	case "redis", "lease":

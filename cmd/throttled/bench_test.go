@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/throttledhq/throttled/internal/testenv"
@@ -159,5 +161,40 @@ func TestBenchHTTPBadMode(t *testing.T) {
 	err := bench([]string{"http", "--modes", "none,bogus"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `"bogus"`) || !strings.Contains(err.Error(), "naive-redis") {
 		t.Fatalf("err = %v, want the mode named and the modes listed", err)
+	}
+}
+
+// Mode wait answers every request with the hello world only after another
+// goroutine answered it: 1 request alone, then 32 at once, each handed off
+// and answered once.
+func TestBenchHTTPWaitControl(t *testing.T) {
+	h, err := benchHandler(modeWait, nil, redisstore.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := h.(*waiter)
+	if !ok {
+		t.Fatalf("mode wait serves %T, want *waiter", h)
+	}
+	serve := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/hello", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := serve(); code != 200 || body != "Hello, World!" || w.answered.Load() != 1 {
+		t.Fatalf("one request: %d %q, %d answered; want 200 Hello, World!, 1", code, body, w.answered.Load())
+	}
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for range 32 {
+		wg.Go(func() {
+			if code, body := serve(); code != 200 || body != "Hello, World!" {
+				bad.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := w.answered.Load(); n != 33 || bad.Load() != 0 {
+		t.Errorf("after 32 more at once: %d answered, %d bad answers; want 33 and 0", n, bad.Load())
 	}
 }
