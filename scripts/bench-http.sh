@@ -13,7 +13,7 @@ set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 cd "$(dirname "$0")/.."
 layout=${LAYOUT:-shared}; runs=${RUNS:-3}; dur=${DUR:-2s}; port=${PORT:-16404}
-modes=${MODES:-none,memory,memory-noheaders,xrate,echo,redis,naive-redis,lease}
+modes=${MODES:-none,memory,memory-noheaders,xrate,echo,wait,redis,naive-redis,lease}
 case $layout in shared | split) ;; *) echo "LAYOUT=$layout: want shared or split" >&2; exit 1 ;; esac
 dir=$(mktemp -d)
 export PATH=$PATH:/usr/local/go/bin
