@@ -56,8 +56,9 @@ type stack struct {
 	rls           *rls.Server                   // Envoy's rate limit service; nil: off
 	runners       []func(context.Context) error
 	tierList      atomic.Pointer[[]string]
-	redisWatch    *redisWatch  // nil: no Redis (redislog.go)
-	redisLog      *slog.Logger // folds the Redis users' warnings while it is down
+	redisWatch    *redisWatch        // nil: no Redis (redislog.go)
+	redisLog      *slog.Logger       // folds the Redis users' warnings while it is down
+	memPolicy     *memoryPolicyWatch // nil: no Redis (memory_policy.go)
 }
 
 func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {
@@ -126,7 +127,7 @@ func (s *stack) buildStore(ctx context.Context) error {
 		return err
 	}
 	s.watchRedis(ctx)
-	if err := s.checkMemoryPolicy(ctx); err != nil {
+	if err := s.watchMemoryPolicy(ctx); err != nil {
 		return err
 	}
 	shared := redisstore.New(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
@@ -168,31 +169,6 @@ func (s *stack) buildStore(ctx context.Context) error {
 	s.store = near.Store(instrument.Store(s.leases, m, "redis"))
 	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
 	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
-}
-
-// checkMemoryPolicy warns (log and throttled_redis_memory_policy_risk) at
-// start when Redis's maxmemory-policy could evict live buckets or turn
-// writes into errors. A Redis that does not answer is not checked.
-func (s *stack) checkMemoryPolicy(ctx context.Context) error {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "throttled_redis_memory_policy_risk",
-		Help: "1 when Redis's maxmemory-policy (label) could evict live buckets or turn writes into errors, as read at start."},
-		[]string{"policy"})
-	if err := s.reg.Register(g); err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	mp, err := redisstore.CheckMemoryPolicy(cctx, s.rdb)
-	switch {
-	case err != nil:
-		s.redisLogger().Warn("redis maxmemory-policy not checked", "err", err)
-	case mp.Risk != "":
-		g.WithLabelValues(mp.Policy).Set(1)
-		s.log.Warn("redis maxmemory-policy "+mp.Policy+" "+mp.Risk, "maxmemory", mp.MaxMemory)
-	default:
-		g.WithLabelValues(mp.Policy).Set(0)
-	}
-	return nil
 }
 
 // buildReadiness makes /readyz (ready while the instance decides, degraded
