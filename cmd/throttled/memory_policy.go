@@ -70,7 +70,11 @@ func (w *memoryPolicyWatch) observe(mp redisstore.MemoryPolicy, err error) {
 	if known && prev.Policy != mp.Policy {
 		w.gauge.DeleteLabelValues(prev.Policy)
 	}
-	w.gauge.WithLabelValues(mp.Policy).Set(map[bool]float64{false: 0, true: 1}[mp.Risk != ""])
+	risk := 0.0
+	if mp.Risk != "" {
+		risk = 1
+	}
+	w.gauge.WithLabelValues(mp.Policy).Set(risk)
 	switch {
 	case known && prev.Policy == mp.Policy && prev.Risk == mp.Risk: // unchanged: said already
 	case mp.Risk != "":
