@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -180,6 +181,7 @@ func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, 
 	}
 	base := res[0].RequestsPerSec
 	for i, m := range ms {
+		quiet(ts, i)
 		lat, errs := ts[i].loop(conns, keys, dur, base/2)
 		res[i].Mode, res[i].Ratio, res[i].HalfLoadRPS, res[i].Errors = m, res[i].RequestsPerSec/base, base/2, res[i].Errors+errs
 		slices.Sort(lat)
@@ -189,6 +191,20 @@ func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, 
 		}
 	}
 	return res, nil
+}
+
+// quiet readies the half-load run of ts[i]: the other targets' idle
+// connections are closed, so that their goroutines (four per connection,
+// client and server) are gone rather than scanned by every GC of the run,
+// and the heap is collected, so that no mode's run pays for the garbage
+// of the ones before it.
+func quiet(ts []*benchTarget, i int) {
+	for j, t := range ts {
+		if j != i {
+			t.tr.CloseIdleConnections()
+		}
+	}
+	runtime.GC()
 }
 
 func median(v []float64) float64 {
