@@ -194,10 +194,11 @@ func benchRound(ms []string, rdb *redis.Client, set redisstore.Settings, conns, 
 }
 
 // quiet readies the half-load run of ts[i]: the other targets' idle
-// connections are closed, so that their goroutines (four per connection,
-// client and server) are gone rather than scanned by every GC of the run,
-// and the heap is collected, so that no mode's run pays for the garbage
-// of the ones before it.
+// connections are closed, so that the run has only its own connections'
+// goroutines (client and server), and the heap is collected, so that no
+// mode's run pays for the garbage of the ones before it. With the other
+// targets' connections open, every mode's p99 at half load read 1.5–3 ms
+// higher (BENCHMARKS.md, HTTP overhead).
 func quiet(ts []*benchTarget, i int) {
 	for j, t := range ts {
 		if j != i {
