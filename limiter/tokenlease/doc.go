@@ -25,4 +25,20 @@
 // exact decision of the shared store. A key stays hot while it is used: a
 // lease that ran out on a key seen within TTL is renewed by the next
 // decision, which leases along with its own cost.
+//
+// # What local decisions report
+//
+// Remaining and ResetAfter as an exact decision would (so do the decisions
+// that lease): the leasing algorithms refill their quota at Limit per
+// Period up to the capacity, so each key keeps the instant its quota is
+// whole again, counting its unspent leased tokens as the key's. A decision
+// spent here moves it cost × Period/Limit past itself or now, whichever
+// is later (a whole quota refills no further); Remaining is the capacity
+// less the tokens that take until then to refill. Every answer of the
+// shared store here (exact or lease, refunds and shedding too) leaves the
+// instant no sooner than that answer says, less the tokens held here.
+// What other instances spend counts from this instance's next shared
+// decision for the key (at most Size decisions later while tokens are
+// held); until then local decisions do not see it, and may report more
+// Remaining and a sooner reset than the shared store would.
 package tokenlease

@@ -79,11 +79,72 @@ type leaseKey struct{ rule, key string }
 type lease struct {
 	rule   limiter.Rule // tokens are only spent under the rule they were leased under
 	tokens int64        // unspent
-	base   int64        // the shared store's Remaining when leased
 	// seen is the key's last decision here (a spend, or the one that
 	// leased): the key is hot, and its tokens live, until seen + TTL.
 	seen     time.Time
 	refilled bool // a refill is in flight: others decide exactly
+	view          // the key's quota as the decisions made here saw it
+}
+
+// view is a key's quota as an exact decision would report it, kept as the
+// instant it is whole again (the unspent tokens count as the key's): the
+// meters that lease all refill their quota at Limit per Period up to
+// Capacity (at a multiplier ≥ 1, admission is the quota), so spending
+// cost moves the instant cost × per later, and Remaining is Capacity less
+// the tokens that refill until then. Every decision here moves it;
+// a shared store's answer moves it no sooner than the answer says (less
+// the tokens held here): what other instances spent counts from then on.
+type view struct {
+	at      time.Time
+	backlog float64 // ns from at until whole
+	per     float64 // ns per token
+	rate    float64 // tokens per ns, 1 / per: a multiply on the local path
+	capa    float64
+}
+
+func newLease(r limiter.Rule, now time.Time) *lease {
+	per := float64(r.Period) / float64(r.Limit)
+	return &lease{rule: r, seen: now, view: view{at: now, per: per, rate: 1 / per, capa: float64(r.Capacity())}}
+}
+
+// spend moves v to now and spends cost (a refund gives back -cost). Plain
+// comparisons rather than max: this is the local path.
+func (v *view) spend(now time.Time, cost int64) {
+	if el := now.Sub(v.at); el > 0 {
+		v.at = now
+		if v.backlog -= float64(el); v.backlog < 0 {
+			v.backlog = 0
+		}
+	}
+	if v.backlog += float64(cost) * v.per; v.backlog < 0 {
+		v.backlog = 0
+	}
+}
+
+// observe folds in a shared decision d made at now that spent cost while
+// held tokens were unspent here (spent in the shared store). d's
+// ResetAfter is rounded up to the µs and its Remaining down: the backlog
+// is at most either (Remaining is exact where ResetAfter is not).
+func (v *view) observe(now time.Time, d limiter.Decision, cost, held int64) {
+	v.spend(now, cost)
+	shared := min(float64(d.ResetAfter), (v.capa-float64(d.Remaining))*v.per)
+	v.backlog = max(v.backlog, shared-float64(v.at.Sub(now))-float64(held)*v.per)
+}
+
+// quota is what the key may still spend at v.at (at least the held
+// tokens) and until when it is whole, rounded up to the µs as the stores
+// do (less a hair: 7 × 1/7 s in float64 lands just past 1 s). int64
+// truncates toward 0, the floor wherever it counts: a negative Remaining
+// ends at held ≥ 0, a negative count of µs at 0.
+func (v *view) quota(held int64) (int64, time.Duration) {
+	rem := int64(v.capa - v.backlog*v.rate + 1e-9)
+	rem = max(rem, held)
+	x := v.backlog*1e-3 - 1e-6
+	us := int64(x)
+	if float64(us) < x {
+		us++
+	}
+	return rem, min(time.Duration(us)*time.Microsecond, limiter.MaxWait)
 }
 
 // New returns a leasing store over shared.
@@ -108,10 +169,13 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if err := req.Normalize(); err != nil {
 		return limiter.Decision{}, err
 	}
-	if req.Refund || req.Multiplier < 1 || req.Rule.Algorithm.IsWindow() {
+	if req.Rule.Algorithm.IsWindow() {
 		return s.shared.Decide(ctx, req)
 	}
 	now, k, sh := s.set.Now(), leaseKey{req.Rule.Name, req.Key}, s.shard(req.Key)
+	if req.Refund || req.Multiplier < 1 {
+		return s.aside(ctx, req, sh, k, now)
+	}
 	sh.mu.Lock()
 	l := sh.leases[k]
 	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
@@ -123,11 +187,12 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		sh.sweepLocked(now, s.set.TTL)
 		// seen: hot from now on. The key is copied: a caller's key may share
 		// its bytes with more than the key (enforce builds one buffer).
-		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = &lease{rule: req.Rule, seen: now}
+		l = newLease(req.Rule, now)
+		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = l
 	}
 	sh.mu.Unlock()
 	if !hot {
-		return s.shared.Decide(ctx, req)
+		return s.exact(ctx, req, sh, l, now)
 	}
 	return s.refill(ctx, req, sh, l, now)
 }
@@ -152,9 +217,10 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 	}
 	l.tokens -= cost
 	l.seen = now // the tokens live while the key is used
-	rem := l.base + l.tokens
+	l.view.spend(now, cost)
+	rem, reset := l.view.quota(l.tokens)
 	sh.mu.Unlock()
-	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem}, true
+	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem, ResetAfter: reset}, true
 }
 
 // refill leases a batch for req's key along with req's own cost; when the
@@ -172,17 +238,56 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *l
 	sh.mu.Lock()
 	l.refilled = false
 	if granted {
-		l.tokens, l.base = n, d.Remaining // seen is now: Decide set it
+		l.view.observe(now, d, req.Cost, n)
+		l.tokens = n // seen is now: Decide set it
+		d.Remaining, d.ResetAfter = l.view.quota(n)
 	}
 	sh.mu.Unlock()
 	if granted {
-		d.Remaining += n
 		return d, nil
 	}
 	if err != nil {
 		return limiter.Decision{}, err
 	}
-	return s.shared.Decide(ctx, req)
+	return s.exact(ctx, req, sh, l, now)
+}
+
+// exact decides req in the shared store and folds the answer into l's view.
+func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time) (limiter.Decision, error) {
+	d, err := s.shared.Decide(ctx, req)
+	if err == nil {
+		sh.mu.Lock()
+		l.view.observe(now, d, spent(&req, d), l.tokens)
+		sh.mu.Unlock()
+	}
+	return d, err
+}
+
+// aside decides a refund or a shedding req in the shared store, folding
+// the answer into the view of the key's lease, if any: the tokens held
+// are spent at a multiplier ≥ 1 again.
+func (s *Store) aside(ctx context.Context, req limiter.Request, sh *shard, k leaseKey, now time.Time) (limiter.Decision, error) {
+	d, err := s.shared.Decide(ctx, req)
+	if err == nil {
+		sh.mu.Lock()
+		if l := sh.leases[k]; l != nil && l.rule == req.Rule {
+			l.view.observe(now, d, spent(&req, d), l.tokens)
+		}
+		sh.mu.Unlock()
+	}
+	return d, err
+}
+
+// spent is what d spent of the key's quota: a shed request spends it too,
+// a refund gives it back.
+func spent(req *limiter.Request, d limiter.Decision) int64 {
+	switch {
+	case req.Refund:
+		return -req.Cost
+	case d.Reason == limiter.OverQuota:
+		return 0
+	}
+	return req.Cost
 }
 
 // sweepLocked drops the leases of keys gone cold (not seen within ttl:

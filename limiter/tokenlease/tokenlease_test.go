@@ -136,14 +136,14 @@ func TestLeaseLivesWhileUsed(t *testing.T) {
 	for _, st := range []struct {
 		at        time.Duration
 		shared    int64 // calls so far
-		remaining int64 // -1: not checked (the shared bucket refilled meanwhile)
+		remaining int64 // -1: not checked
 	}{
 		{0, 1, 9},                       // t0: exact
-		{10 * time.Millisecond, 2, 8},   // t1: lease 4 (shared 9-5 = 4), until t1 + TTL
-		{90 * time.Millisecond, 2, 7},   // t2: local; the lease now lives until t2 + TTL
-		{180 * time.Millisecond, 2, 6},  // t3: local, past t1 + TTL
-		{270 * time.Millisecond, 2, 5},  // t4: local
-		{360 * time.Millisecond, 2, 4},  // t5: local, the lease's last token
+		{10 * time.Millisecond, 2, 8},   // t1: lease 4 (shared 9.1-5), until t1 + TTL: 8.1 left
+		{90 * time.Millisecond, 2, 7},   // t2: local (8.1 + 0.8 - 1); the lease lives until t2 + TTL
+		{180 * time.Millisecond, 2, 7},  // t3: local (7.9 + 0.9 - 1), past t1 + TTL
+		{270 * time.Millisecond, 2, 7},  // t4: local (7.7)
+		{360 * time.Millisecond, 2, 7},  // t5: local (7.6), the lease's last token
 		{450 * time.Millisecond, 3, -1}, // t6: spent: lease again, with its own cost
 		{560 * time.Millisecond, 4, -1}, // t7: quiet for longer than TTL: exact
 	} {
