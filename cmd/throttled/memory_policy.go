@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
@@ -44,18 +45,7 @@ func (w *memoryPolicyWatch) check(ctx context.Context) {
 }
 
 // run checks the policy every w.every until ctx ends.
-func (w *memoryPolicyWatch) run(ctx context.Context) error {
-	t := time.NewTicker(w.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			w.check(ctx)
-		}
-	}
-}
+func (w *memoryPolicyWatch) run(ctx context.Context) error { return wait.Every(ctx, w.every, w.check) }
 
 // observe takes the outcome of a read.
 func (w *memoryPolicyWatch) observe(mp redisstore.MemoryPolicy, err error) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttledhq/throttled/internal/wait"
 )
 
 // Redis outage logging. Unreachable, Redis makes every part that uses it
@@ -68,18 +70,7 @@ func (w *redisWatch) check(ctx context.Context) {
 }
 
 // run checks Redis every redisProbeEvery until ctx ends.
-func (w *redisWatch) run(ctx context.Context) error {
-	t := time.NewTicker(redisProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			w.check(ctx)
-		}
-	}
-}
+func (w *redisWatch) run(ctx context.Context) error { return wait.Every(ctx, redisProbeEvery, w.check) }
 
 // observe takes the outcome of a ping at now: the first failure logs the
 // actionable line, a failure remind after the last line a reminder, the

@@ -1,5 +1,6 @@
-// Package wait holds throttled's one sleep and one Retry-After jitter, shared
-// by the enforcer, the proxy, the coordination loops and the controller.
+// Package wait holds throttled's one sleep, one periodic loop and one
+// Retry-After jitter, shared by the enforcer, the proxy, the coordination
+// loops, the controller and the background checks of cmd/throttled.
 package wait
 
 import (
@@ -16,6 +17,21 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Every calls f every d (the first time d from now) until ctx ends, then
+// returns nil: a background check that runs for the life of ctx.
+func Every(ctx context.Context, d time.Duration, f func(context.Context)) error {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			f(ctx)
+		}
 	}
 }
 

@@ -47,3 +47,21 @@ func TestSleepCancelled(t *testing.T) {
 		t.Fatalf("Sleep = %v", err)
 	}
 }
+
+// Every calls f until ctx ends and then returns nil: here f ends ctx on its
+// third call, and there is no fourth.
+func TestEveryUntilCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	err := wait.Every(ctx, time.Millisecond, func(c context.Context) {
+		if c != ctx {
+			t.Error("f was not given Every's context")
+		}
+		if n++; n == 3 {
+			cancel()
+		}
+	})
+	if err != nil || n != 3 {
+		t.Errorf("Every = %v after %d calls, want nil after 3", err, n)
+	}
+}
