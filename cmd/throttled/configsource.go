@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/enum"
+	"github.com/throttledhq/throttled/internal/wait"
 )
 
 // SourceConfig says which copy of the tiers, rules, default and anonymous
@@ -72,18 +73,7 @@ func (s *stack) startReconcile(ctx context.Context, st api.Store) {
 	s.redisLogger().Warn("config file and store not compared yet: the store does not answer; retrying in the background",
 		"config_source", s.cfg.source().String(), "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
-		t := time.NewTicker(reconcileRetry)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-			if s.reconcile(ctx, st) == nil {
-				return nil
-			}
-		}
+		return wait.Until(ctx, reconcileRetry, func(ctx context.Context) bool { return s.reconcile(ctx, st) == nil })
 	})
 }
 

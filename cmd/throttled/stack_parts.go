@@ -15,6 +15,7 @@ import (
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/coord"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/signals"
@@ -89,20 +90,14 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 	}
 	s.redisLogger().Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
-		retry := time.NewTicker(2 * time.Second)
-		defer retry.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-retry.C:
-			}
-			if srv, err := api.New(ctx, as); err == nil {
+		return wait.Until(ctx, 2*time.Second, func(ctx context.Context) bool {
+			srv, err := api.New(ctx, as)
+			if err == nil {
 				s.admin.Store(srv)
 				s.log.Info("admin store is back: admin API serving")
-				return nil
 			}
-		}
+			return err == nil
+		})
 	})
 	return nil
 }

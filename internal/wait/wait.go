@@ -23,6 +23,12 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // Every calls f every d (the first time d from now) until ctx ends, then
 // returns nil: a background check that runs for the life of ctx.
 func Every(ctx context.Context, d time.Duration, f func(context.Context)) error {
+	return Until(ctx, d, func(ctx context.Context) bool { f(ctx); return false })
+}
+
+// Until calls f every d (the first time d from now) until f reports done
+// or ctx ends, then returns nil: a background retry.
+func Until(ctx context.Context, d time.Duration, f func(context.Context) (done bool)) error {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -30,7 +36,9 @@ func Every(ctx context.Context, d time.Duration, f func(context.Context)) error 
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			f(ctx)
+			if f(ctx) {
+				return nil
+			}
 		}
 	}
 }

@@ -65,3 +65,15 @@ func TestEveryUntilCancel(t *testing.T) {
 		t.Errorf("Every = %v after %d calls, want nil after 3", err, n)
 	}
 }
+
+// Until stops at f's first done: here its second call, with ctx still live.
+func TestUntilStopsWhenDone(t *testing.T) {
+	n := 0
+	err := wait.Until(context.Background(), time.Millisecond, func(context.Context) bool {
+		n++
+		return n == 2
+	})
+	if err != nil || n != 2 {
+		t.Errorf("Until = %v after %d calls, want nil after 2", err, n)
+	}
+}
