@@ -146,18 +146,45 @@ func (b *Bulkhead) Close() {
 	}
 }
 
-// tryInc takes a permit if fewer than limit are held.
+// tryInc takes a permit if fewer than limit are held; not under b.mu.
 func (b *Bulkhead) tryInc() bool {
+	ok, undone := b.count()
+	if undone { // a release meanwhile may have found our count and granted nothing
+		b.grant()
+	}
+	return ok
+}
+
+// count counts a permit if fewer than limit are held. The limit is read
+// again after the count, as Gate.tryInc does: one read before a concurrent
+// Resize shrank it would otherwise admit a call above the new limit, after
+// Resize's caller may have seen the permits in flight within it
+// (TestResizeUnderLoadLeaksNoPermit caught one in a CI run;
+// TestShrinkDuringAcquireAdmitsNothingAbove pins it). Such a count is
+// taken back (undone). Under b.mu (grantLocked) no grant is owed after an
+// undone count: a release meanwhile grants after b.mu is free.
+func (b *Bulkhead) count() (ok, undone bool) {
 	for {
 		cur := b.inflight.Load()
 		if cur >= b.limit.Load() {
-			return false
+			return false, false
+		}
+		if hookBeforeCount != nil {
+			hookBeforeCount()
 		}
 		if b.inflight.CompareAndSwap(cur, cur+1) {
-			return true
+			if cur+1 > b.limit.Load() { // shrunk meanwhile: not ours to take
+				b.inflight.Add(-1)
+				return false, true
+			}
+			return true, false
 		}
 	}
 }
+
+// hookBeforeCount, set only by tests, runs in count between its read of
+// the limit and its count.
+var hookBeforeCount func()
 
 // dec gives a permit back and hands it to the head of the queue, if any.
 // The decrement comes before the read of waiting, and a waiter publishes

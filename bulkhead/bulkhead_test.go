@@ -361,3 +361,28 @@ func TestRetryAfterFakeClock(t *testing.T) {
 	p1.Release()
 	p2.Release()
 }
+
+// A Resize that shrinks the limit between tryInc's read of the limit and
+// its count must not leave a permit above the new limit: Resize's caller
+// may already have seen the permits in flight within it. Here 1 permit is
+// held under a limit of 2; a second acquisition reads the limit (2), then
+// the limit drops to 1 before it counts: it is refused and 1 stays in
+// flight. (TestResizeUnderLoadLeaksNoPermit caught this in a CI run.)
+func TestShrinkDuringAcquireAdmitsNothingAbove(t *testing.T) {
+	b := mustNew(t, "shrink", Settings{Limit: 2}, nil)
+	held, err := b.TryAcquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	hookBeforeCount = func() { hookBeforeCount = nil; _ = b.Resize(1) }
+	defer func() { hookBeforeCount = nil }()
+	p, err := b.TryAcquire()
+	if err == nil {
+		p.Release()
+		t.Fatalf("a permit was taken above the shrunk limit: %d in flight under a limit of %d (want ErrFull)", b.InFlight()+1, b.Limit())
+	}
+	if !errors.Is(err, ErrFull) || b.InFlight() != 1 {
+		t.Errorf("err %v, %d in flight; want ErrFull and 1", err, b.InFlight())
+	}
+}

@@ -71,7 +71,10 @@ func (b *Bulkhead) grant() {
 }
 
 func (b *Bulkhead) grantLocked() {
-	for len(b.queue) > 0 && b.tryInc() {
+	for len(b.queue) > 0 {
+		if ok, _ := b.count(); !ok {
+			return
+		}
 		w := b.queue[0]
 		b.removeLocked(0)
 		w.granted = true
