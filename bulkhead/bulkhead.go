@@ -148,42 +148,45 @@ func (b *Bulkhead) Close() {
 
 // tryInc takes a permit if fewer than limit are held; not under b.mu.
 func (b *Bulkhead) tryInc() bool {
-	ok, undone := b.count()
+	_, ok, undone := take(&b.inflight, &b.limit)
 	if undone { // a release meanwhile may have found our count and granted nothing
 		b.grant()
 	}
 	return ok
 }
 
-// count counts a permit if fewer than limit are held. The limit is read
-// again after the count, as Gate.tryInc does: one read before a concurrent
-// Resize shrank it would otherwise admit a call above the new limit, after
-// Resize's caller may have seen the permits in flight within it
-// (TestResizeUnderLoadLeaksNoPermit caught one in a CI run;
+// take counts a permit in inflight if fewer than limit are held, and
+// returns the count it took (n): the one admission check of Bulkhead and
+// Gate. The limit is read again after the count: one read before a
+// concurrent Resize (SetLimit) shrank it would otherwise admit a call above
+// the new limit, after the resizer may have seen the permits in flight
+// within it (TestResizeUnderLoadLeaksNoPermit and
+// TestGateUnderLoadLeaksNoPermit each caught one in a CI run;
 // TestShrinkDuringAcquireAdmitsNothingAbove pins it). Such a count is
-// taken back (undone). Under b.mu (grantLocked) no grant is owed after an
-// undone count: a release meanwhile grants after b.mu is free.
-func (b *Bulkhead) count() (ok, undone bool) {
+// taken back (undone); a caller not under its lock must then grant, since
+// a release meanwhile may have found the count and granted nothing (under
+// the lock, that release's grant runs once the lock is free).
+func take(inflight, limit *atomic.Int64) (n int64, ok, undone bool) {
 	for {
-		cur := b.inflight.Load()
-		if cur >= b.limit.Load() {
-			return false, false
+		cur := inflight.Load()
+		if cur >= limit.Load() {
+			return 0, false, false
 		}
 		if hookBeforeCount != nil {
 			hookBeforeCount()
 		}
-		if b.inflight.CompareAndSwap(cur, cur+1) {
-			if cur+1 > b.limit.Load() { // shrunk meanwhile: not ours to take
-				b.inflight.Add(-1)
-				return false, true
+		if inflight.CompareAndSwap(cur, cur+1) {
+			if cur+1 > limit.Load() { // shrunk meanwhile: not ours to take
+				inflight.Add(-1)
+				return 0, false, true
 			}
-			return true, false
+			return cur + 1, true, false
 		}
 	}
 }
 
-// hookBeforeCount, set only by tests, runs in count between its read of
-// the limit and its count.
+// hookBeforeCount, set only by tests, runs in take between its read of the
+// limit and its count.
 var hookBeforeCount func()
 
 // dec gives a permit back and hands it to the head of the queue, if any.

@@ -165,27 +165,22 @@ func (g *Gate) Close() {
 	}
 }
 
-// tryInc takes a permit if fewer than limit are held, and keeps the peak.
-// The limit is read again after the increment: one read before a
-// concurrent SetLimit shrank it would otherwise admit a call above the new
-// limit, after SetLimit's caller may have seen the calls in flight within
-// it (TestGateUnderLoadLeaksNoPermit caught one in a CI run).
+// tryInc takes a permit if fewer than limit are held (take), and keeps the
+// peak; not under g.mu.
 func (g *Gate) tryInc() bool {
-	for {
-		cur := g.inflight.Load()
-		if cur >= g.limit.Load() {
-			return false
-		}
-		if g.inflight.CompareAndSwap(cur, cur+1) {
-			if cur+1 > g.limit.Load() { // shrunk meanwhile: not ours to take
-				g.inflight.Add(-1)
-				return false
-			}
-			for p := g.peak.Load(); cur+1 > p && !g.peak.CompareAndSwap(p, cur+1); p = g.peak.Load() {
-			}
-			return true
-		}
+	ok, undone := g.count()
+	if undone { // a release meanwhile may have found our count and granted nothing
+		g.grant()
 	}
+	return ok
+}
+
+// count is take and the peak, under g.mu or not.
+func (g *Gate) count() (ok, undone bool) {
+	n, ok, undone := take(&g.inflight, &g.limit)
+	for p := g.peak.Load(); ok && n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+	}
+	return ok, undone
 }
 
 // permit wraps a permit already counted in inflight.

@@ -301,3 +301,26 @@ func TestGateMetrics(t *testing.T) {
 		t.Fatalf("the name after Close: %v", err)
 	}
 }
+
+// The Gate shares take with the Bulkhead: a SetLimit that shrinks the limit
+// between an acquisition's read of it and its count leaves no permit above
+// the new limit (as TestShrinkDuringAcquireAdmitsNothingAbove), and the
+// peak counts only permits kept.
+func TestGateShrinkDuringAcquireAdmitsNothingAbove(t *testing.T) {
+	g := mustGate(t, GateSettings{Limit: 2, MinLimit: 1}, nil)
+	held, err := g.Acquire(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	hookBeforeCount = func() { hookBeforeCount = nil; g.SetLimit(1) }
+	defer func() { hookBeforeCount = nil }()
+	p, err := g.Acquire(context.Background(), 0)
+	if err == nil {
+		p.Release()
+		t.Fatalf("a permit was taken above the shrunk limit %d (want a refusal)", g.Limit())
+	}
+	if g.InFlight() != 1 || g.peak.Load() != 1 {
+		t.Errorf("err %v, %d in flight, peak %d; want 1 and 1", err, g.InFlight(), g.peak.Load())
+	}
+}

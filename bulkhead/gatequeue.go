@@ -139,7 +139,10 @@ func (g *Gate) grant() {
 // grantLocked admits waiters from the head of the queue (the most
 // important, oldest) while permits are free.
 func (g *Gate) grantLocked() {
-	for len(g.queue) > 0 && g.tryInc() {
+	for len(g.queue) > 0 {
+		if ok, _ := g.count(); !ok {
+			return
+		}
 		w := g.queue[0]
 		g.removeLocked(0)
 		w.state = granted

@@ -72,7 +72,7 @@ func (b *Bulkhead) grant() {
 
 func (b *Bulkhead) grantLocked() {
 	for len(b.queue) > 0 {
-		if ok, _ := b.count(); !ok {
+		if _, ok, _ := take(&b.inflight, &b.limit); !ok {
 			return
 		}
 		w := b.queue[0]
