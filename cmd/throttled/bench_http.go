@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -59,6 +61,7 @@ func benchHTTP(args []string, w io.Writer) error {
 	pipes := fs.Int("pipelines", 0, "redis, lease: pipelines in flight (0: default)")
 	linger := fs.Duration("linger", 0, "redis, lease: how long a pipeline that is not full waits for more decisions (0: default)")
 	gather := fs.Int("gather", 0, "redis, lease: yields of a flusher before it takes a batch (0: default, negative: none)")
+	serve := fs.String("serve", "", "serve the modes for a load generator outside this process (wrk: scripts/bench-wrk.sh) instead of loading them: mode i on `host:port` + i (port 0: free ports), one JSON line {mode, url} each once all listen; until interrupted")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the run (server and load generator) to `file`")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
@@ -92,6 +95,11 @@ func benchHTTP(args []string, w io.Writer) error {
 			rdb = redis.NewClient(opt)
 			defer rdb.Close()
 		}
+	}
+	if *serve != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serveModes(ctx, ms, rdb, redisstore.Settings{Pipelines: *pipes, Linger: *linger, Gather: *gather}, *serve, w)
 	}
 	enc := json.NewEncoder(w)
 	ratios := make([][]float64, len(ms))
