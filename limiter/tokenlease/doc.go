@@ -11,9 +11,11 @@
 // Size unspent tokens per key (one refill at a time per key), so over any
 // window the keys admit at most what the shared store alone would admit
 // plus N × Size (whenever a token was leased, it was spent in the shared
-// store then). Unspent tokens live while their key is in use and are
-// dropped once it was quiet for TTL (they are not given back: an instance
-// that goes quiet under-admits by at most Size).
+// store then; a renewal leases only what brings the tokens held back to
+// Size, those held paying for part of the request). Unspent tokens live
+// while their key is in use and are dropped once it was quiet for TTL
+// (they are not given back: an instance that goes quiet under-admits by
+// at most Size).
 //
 // # When it leases
 //
@@ -21,20 +23,23 @@
 // spend quota but not admission, which a batch cannot split), only for
 // token bucket, GCRA and leaky bucket rules, never for refunds or peeks,
 // and only for a key seen within TTL (the first decision of a key is
-// exact). Everything else, and a lease the shared store refuses, is an
-// exact decision of the shared store. A key stays hot while it is used: a
-// lease that ran out on a key seen within TTL is renewed by the next
-// decision, which leases along with its own cost.
+// exact). Everything else is an exact decision of the shared store. A key
+// stays hot while it is used: a lease holding less than a request's cost,
+// on a key seen within TTL, is renewed by that request: the tokens held
+// pay for part of its cost, and it leases the rest along with a batch. A
+// lease the shared store refuses decides the rest exactly; when that is
+// refused too, the tokens stay held.
 //
 // # What local decisions report
 //
 // Remaining and ResetAfter as an exact decision would (so do the decisions
-// that lease): the leasing algorithms refill their quota at Limit per
-// Period up to the capacity, so each key keeps the instant its quota is
-// whole again, counting its unspent leased tokens as the key's. A decision
-// spent here moves it cost × Period/Limit past itself or now, whichever
-// is later (a whole quota refills no further); Remaining is the capacity
-// less the tokens that take until then to refill. Every answer of the
+// that lease, and those refused while the key holds tokens): the leasing
+// algorithms refill their quota at Limit per Period up to the capacity, so
+// each key keeps the instant its quota is whole again, counting its
+// unspent leased tokens as the key's. A decision spent here moves it
+// cost × Period/Limit past itself or now, whichever is later (a whole
+// quota refills no further); Remaining is the capacity less the tokens
+// that take until then to refill. Every answer of the
 // shared store here (exact or lease, refunds and shedding too) leaves the
 // instant no sooner than that answer says, less the tokens held here.
 // What other instances spend counts from this instance's next shared

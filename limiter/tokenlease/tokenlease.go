@@ -78,7 +78,7 @@ type leaseKey struct{ rule, key string }
 // lease is what an instance holds for one rule and key.
 type lease struct {
 	rule   limiter.Rule // tokens are only spent under the rule they were leased under
-	tokens int64        // unspent
+	tokens int64        // unspent (a refill in flight took them: they pay for its request)
 	// seen is the key's last decision here (a spend, or the one that
 	// leased): the key is hot, and its tokens live, until seen + TTL.
 	seen     time.Time
@@ -179,9 +179,16 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	sh.mu.Lock()
 	l := sh.leases[k]
 	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
+	if known && l.tokens >= req.Cost { // leased since spend looked
+		d := l.take(now, req.Cost, req.Rule.Limit)
+		sh.mu.Unlock()
+		return d, nil
+	}
 	hot := known && !l.refilled
+	var held int64
 	switch {
-	case hot:
+	case hot: // the request takes the tokens held: refill asks for the rest
+		held, l.tokens = l.tokens, 0
 		l.refilled, l.seen = true, now
 	case !known:
 		sh.sweepLocked(now, s.set.TTL)
@@ -194,7 +201,7 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if !hot {
 		return s.exact(ctx, req, sh, l, now)
 	}
-	return s.refill(ctx, req, sh, l, now)
+	return s.refill(ctx, req, sh, l, now, held)
 }
 
 // spend is the local path: it decides req from the key's lease when the
@@ -215,41 +222,62 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 		sh.mu.Unlock()
 		return limiter.Decision{}, false
 	}
+	d := l.take(now, cost, req.Rule.Limit)
+	sh.mu.Unlock()
+	return d, true
+}
+
+// take admits cost from l's tokens (it holds them) at now, under a rule
+// of the given limit. The shard's lock is held.
+func (l *lease) take(now time.Time, cost, limit int64) limiter.Decision {
 	l.tokens -= cost
 	l.seen = now // the tokens live while the key is used
 	l.view.spend(now, cost)
 	rem, reset := l.view.quota(l.tokens)
-	sh.mu.Unlock()
-	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: req.Rule.Limit, Remaining: rem, ResetAfter: reset}, true
+	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: limit, Remaining: rem, ResetAfter: reset}
 }
 
-// refill leases a batch for req's key along with req's own cost; when the
-// shared store refuses the batch, req gets an exact decision.
-func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time) (limiter.Decision, error) {
-	n := min(s.set.Size, req.Rule.Capacity()-req.Cost)
+// refill decides req for a hot key whose lease held fewer tokens than its
+// cost: the held tokens, taken from the lease by Decide, pay for part of
+// it, and the shared store is asked for the rest along with a batch that
+// brings the lease back to Size (to the capacity less the rest, if less).
+// When it refuses that, the rest gets an exact decision, and when that is
+// refused too, the held tokens go back to the lease: tokens leased are
+// spent here or held, never dropped while the key is hot.
+func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time, held int64) (limiter.Decision, error) {
+	rest := req.Cost - held // > 0: Decide admits from the lease otherwise
+	n := min(s.set.Size, req.Rule.Capacity()-rest)
 	lreq := req
-	lreq.Cost += n
+	lreq.Cost = rest + n
 	var d limiter.Decision
 	var err error
 	if n > 0 {
 		d, err = s.shared.Decide(ctx, lreq)
 	}
-	granted := n > 0 && err == nil && d.Allowed
-	sh.mu.Lock()
-	l.refilled = false
-	if granted {
-		l.view.observe(now, d, req.Cost, n)
-		l.tokens = n // seen is now: Decide set it
-		d.Remaining, d.ResetAfter = l.view.quota(n)
+	if n <= 0 || err == nil && !d.Allowed {
+		n, lreq.Cost = 0, rest
+		d, err = s.shared.Decide(ctx, lreq)
 	}
-	sh.mu.Unlock()
-	if granted {
-		return d, nil
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	l.refilled = false
+	if err != nil || !d.Allowed {
+		l.tokens += held // not spent: the key keeps them
+	} else {
+		l.tokens += n // seen is now: Decide set it
 	}
 	if err != nil {
 		return limiter.Decision{}, err
 	}
-	return s.exact(ctx, req, sh, l, now)
+	c := req.Cost // held and the rest
+	if !d.Allowed {
+		c = spent(&lreq, d)
+	}
+	l.view.observe(now, d, c, l.tokens)
+	if l.tokens > 0 { // the shared store's answer spent them: the key did not
+		d.Remaining, d.ResetAfter = l.view.quota(l.tokens)
+	}
+	return d, nil
 }
 
 // exact decides req in the shared store and folds the answer into l's view.
