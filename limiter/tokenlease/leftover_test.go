@@ -167,16 +167,16 @@ func TestRefusedRenewalSpendsLeftover(t *testing.T) {
 	}
 }
 
-// TestOverAdmissionBoundKeepingLeftovers: as TestOverAdmissionBound, with
-// costs 1 to 3, so that leases run short holding tokens, which renewals
-// keep: over every window the instances admit at most
+// TestOverAdmissionBound: N instances on one shared store, with costs 1
+// to 3, so that leases run short holding tokens, which renewals keep: over
+// every window the instances admit at most
 // burst + rate × window + N × Size tokens (an instance holds at most Size:
 // a renewal leases only what brings its tokens back to Size). Every
 // 100 ms, a step asks more than the bucket and the leases hold, and 40 ms
 // later a step leases and spends part of it, so that the bucket is whole
 // again while the leases hold tokens: some window admits more than
 // burst + rate × window (leases spent early).
-func TestOverAdmissionBoundKeepingLeftovers(t *testing.T) {
+func TestOverAdmissionBound(t *testing.T) {
 	const n, size, steps = 3, 8, 2000 // 1 ms steps, a token per step
 	r := limiter.Rule{Name: "b", Limit: 1000, Period: time.Second, Burst: 50}
 	clock := fakeclock.New(t0)

@@ -156,49 +156,6 @@ func TestLeaseLivesWhileUsed(t *testing.T) {
 	}
 }
 
-// TestOverAdmissionBound: N instances on one shared store, each sending
-// more than the rule allows, admit over every window at most
-// burst + rate × window + N × Size.
-func TestOverAdmissionBound(t *testing.T) {
-	const n, size, steps = 3, 8, 2000 // 1 ms steps
-	r := limiter.Rule{Name: "b", Limit: 1000, Period: time.Second, Burst: 50}
-	clock := fakeclock.New(t0)
-	shared := limiter.NewMemory(limiter.WithClock(clock.Now))
-	var inst [n]*tokenlease.Store
-	for i := range inst {
-		inst[i], _ = tokenlease.New(shared, tokenlease.Settings{Size: size, Now: clock.Now})
-	}
-	admitted := make([]int, steps+1) // admitted[i]: admitted in steps before i
-	for i := range steps {
-		clock.Set(t0.Add(time.Duration(i) * time.Millisecond))
-		for j := range 3 * n {
-			d, err := inst[j%n].Decide(context.Background(), limiter.Request{Key: "k", Rule: r})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Allowed {
-				admitted[i+1]++
-			}
-		}
-		admitted[i+1] += admitted[i]
-	}
-	worst := 0.0
-	for i := 0; i < steps; i++ {
-		for j := i + 1; j <= steps; j++ {
-			w := float64(j-i-1) / 1000 // seconds between the first and last step
-			got := float64(admitted[j] - admitted[i])
-			bound := float64(r.Burst) + float64(r.Limit)*w + n*size
-			if got > bound {
-				t.Fatalf("steps [%d, %d): %v admitted, bound %v", i, j, got, bound)
-			}
-			worst = max(worst, got-float64(r.Burst)-float64(r.Limit)*w)
-		}
-	}
-	if worst <= 0 { // leases did move admissions ahead, or the test proves nothing
-		t.Fatalf("no window above burst + rate × window: leases never spent early")
-	}
-}
-
 func TestBadSettings(t *testing.T) {
 	for _, set := range []tokenlease.Settings{{Size: -1}, {TTL: -time.Second}} {
 		if _, err := tokenlease.New(limiter.NewMemory(), set); !errors.Is(err, tokenlease.ErrBadSettings) {
