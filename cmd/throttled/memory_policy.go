@@ -16,8 +16,10 @@ const memoryPolicyEvery = time.Minute
 // memoryPolicyWatch keeps throttled_redis_memory_policy_risk{policy} to the
 // last successful read of Redis's maxmemory-policy: 1 when it could evict
 // live buckets or turn writes into errors, else 0, one series, the current
-// policy's. It warns when a risk appears or changes; a failed read keeps the
-// last value and is logged once per streak of failures.
+// policy's (on a cluster, the riskiest node's, named in the warning as
+// "node"). It warns when a risk appears or changes; a failed read (on a
+// cluster, of any node) keeps the last value and is logged once per streak
+// of failures.
 //
 // check is called from one goroutine at a time (buildStore, then run); the
 // fields after every are owned by that caller.
@@ -68,7 +70,11 @@ func (w *memoryPolicyWatch) observe(mp redisstore.MemoryPolicy, err error) {
 	switch {
 	case known && prev.Policy == mp.Policy && prev.Risk == mp.Risk: // unchanged: said already
 	case mp.Risk != "":
-		w.log.Warn("redis maxmemory-policy "+mp.Policy+" "+mp.Risk, "maxmemory", mp.MaxMemory)
+		attrs := []any{"maxmemory", mp.MaxMemory}
+		if mp.Node != "" {
+			attrs = append(attrs, "node", mp.Node)
+		}
+		w.log.Warn("redis maxmemory-policy "+mp.Policy+" "+mp.Risk, attrs...)
 	case known && prev.Risk != "":
 		w.log.Info("redis maxmemory-policy "+mp.Policy+": no longer a risk to the buckets", "maxmemory", mp.MaxMemory)
 	}

@@ -188,3 +188,26 @@ func TestMemoryPolicyWatchObserve(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryPolicyWarningNamesNode: the warning about a risk names the
+// cluster node it was read on, as "node"; on a single Redis (no node) it
+// has no such attribute.
+func TestMemoryPolicyWarningNamesNode(t *testing.T) {
+	for _, tt := range []struct {
+		node, want string // want: in the line, "" for no node attribute
+	}{
+		{"10.0.0.7:6379", "node=10.0.0.7:6379"},
+		{"", ""},
+	} {
+		var logs syncBuffer
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "risk"}, []string{"policy"})
+		w := &memoryPolicyWatch{gauge: g, log: log, redisLog: log}
+		w.observe(redisstore.MemoryPolicy{Policy: "allkeys-lru", Risk: "can evict", Node: tt.node}, nil)
+		line := logs.String()
+		if !strings.Contains(line, "allkeys-lru can evict") || (tt.want == "") == strings.Contains(line, "node=") ||
+			!strings.Contains(line, tt.want) {
+			t.Errorf("node %q: logged %q, want the warning with %q", tt.node, line, tt.want)
+		}
+	}
+}
