@@ -1,8 +1,12 @@
 package enforce_test
 
 import (
+	"bufio"
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
 	"strconv"
 	"testing"
 	"time"
@@ -79,6 +83,61 @@ func BenchmarkMiddlewareHTTP(b *testing.B) {
 			}
 			if limited := w.h.Get(enforce.HeaderRemaining) != ""; limited != c.limit {
 				b.Fatalf("rate-limit headers %v, want %v", limited, c.limit)
+			}
+		})
+	}
+}
+
+// BenchmarkHeadersOnTheWire is what net/http does with a response's
+// headers beyond the middleware, with the rate-limit headers (memory) and
+// without (none), as BenchmarkMiddlewareHTTP serves them: the server
+// writes them (Header.Write, the sort and write of every response) and a
+// Go client, such as bench http's, parses them (textproto.ReadMIMEHeader).
+func BenchmarkHeadersOnTheWire(b *testing.B) {
+	e := benchHTTPEnforcer(b)
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+	})
+	req := httptest.NewRequest("GET", "/hello", nil)
+	req.RemoteAddr = "127.0.0.1:54321"
+	req.Header.Set("X-API-Key", "k1")
+	for _, c := range []struct {
+		name  string
+		h     http.Handler
+		limit bool
+	}{{"none", hello, false}, {"memory", e.Middleware(hello), true}} {
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		h := rec.Header()
+		if limited := h.Get(enforce.HeaderRemaining) != ""; limited != c.limit {
+			b.Fatalf("%s: rate-limit headers %v, want %v", c.name, limited, c.limit)
+		}
+		b.Run(c.name+"/write", func(b *testing.B) {
+			w := bufio.NewWriter(io.Discard)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = h.Write(w)
+				_ = w.Flush()
+			}
+		})
+		var raw bytes.Buffer
+		raw.WriteString("HTTP/1.1 200 OK\r\n")
+		_ = h.Write(&raw)
+		raw.WriteString("\r\n")
+		b.Run(c.name+"/parse", func(b *testing.B) {
+			r := bytes.NewReader(raw.Bytes())
+			br := bufio.NewReader(r)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Reset(raw.Bytes())
+				br.Reset(r)
+				tp := textproto.NewReader(br)
+				if _, err := tp.ReadLine(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tp.ReadMIMEHeader(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
