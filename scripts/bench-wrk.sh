@@ -19,6 +19,8 @@ layout=${LAYOUT:-server-alone}; rounds=${ROUNDS:-5}; dur=${DUR:-2s}; port=${PORT
 modes=${MODES:-none,memory,memory-noheaders,redis,lease}
 case $layout in server-alone | shared) ;; *) echo "LAYOUT=$layout: want server-alone or shared" >&2; exit 1 ;; esac
 dir=$(mktemp -d)
+spid=
+trap '[ -z "$spid" ] || kill "$spid" 2>/dev/null || true; redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 export PATH=$PATH:/usr/local/go/bin
 go build -o "$dir/throttled" ./cmd/throttled
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes \
@@ -35,7 +37,6 @@ until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 "${srv[@]}" "$dir/throttled" bench http --serve 127.0.0.1:0 --modes "$modes" \
   --redis-url "redis://127.0.0.1:$port/0" >"$dir/urls" &
 spid=$!
-trap 'kill "$spid" 2>/dev/null || true; redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 n=$(($(tr -cd , <<<"$modes" | wc -c) + 1)); [[ $modes == none* ]] || n=$((n + 1))
 until [ "$(wc -l <"$dir/urls")" -ge "$n" ]; do kill -0 "$spid" || exit 1; sleep 0.1; done
 mapfile -t names < <(sed 's/.*"mode":"\([^"]*\)".*/\1/' "$dir/urls")
