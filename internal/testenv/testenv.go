@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,15 +40,37 @@ func Binary(tb testing.TB, name string) string {
 	return p
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// handedOut are the ports FreePort returned in this process; mu guards it.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago and that
+// it has not returned before in this process: the kernel may give a port
+// just closed to the next bind, and a Redis Cluster's six nodes, picked one
+// after another, once got the same port twice.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("testenv: no free loopback port: %v", err)
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatalf("testenv: no free loopback port: %v", err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[p] {
+			handedOut.ports[p] = true
+			return p
+		}
+	}
+	tb.Fatalf("testenv: no loopback port not handed out already in 100 tries (%d handed out)", len(handedOut.ports))
+	return 0
 }
 
 // Addr formats a loopback address for port.
