@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,8 +25,8 @@ type Redis struct {
 // off, waits until it answers PING and stops it when the test ends.
 func StartRedis(tb testing.TB) *Redis {
 	tb.Helper()
-	r := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
-	r.Start()
+	r := &Redis{tb: tb, dir: tb.TempDir()}
+	r.startFresh()
 	tb.Cleanup(r.Stop)
 	return r
 }
@@ -35,10 +36,34 @@ func StartRedis(tb testing.TB) *Redis {
 // every write Redis acknowledged.
 func StartRedisAOF(tb testing.TB) *Redis {
 	tb.Helper()
-	r := &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb), aof: true}
-	r.Start()
+	r := &Redis{tb: tb, dir: tb.TempDir(), aof: true}
+	r.startFresh()
 	tb.Cleanup(r.Stop)
 	return r
+}
+
+// firstPort is the port a fresh server tries first (FreePort; tests of
+// this package set a taken one).
+var firstPort = FreePort
+
+// startFresh starts r on a free port, and on another when a process
+// outside this one took the port meanwhile (FreePort cannot see those):
+// the server then exits, or another server answers there.
+func (r *Redis) startFresh() {
+	r.tb.Helper()
+	r.Port = firstPort(r.tb)
+	for try := 1; ; try++ {
+		r.Proc = r.launch()
+		err := r.wait()
+		if err == nil {
+			return
+		}
+		if taken := strings.Contains(r.Proc.Log(), "Address already in use"); !taken || try == 3 {
+			r.tb.Fatalf("testenv: redis-server on %s did not answer PING: %v\n%s", r.Addr(), err, r.Proc.Log())
+		}
+		r.Proc.Kill()
+		r.Port = FreePort(r.tb)
+	}
 }
 
 // Addr is host:port of the server.
@@ -50,27 +75,45 @@ func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
 // Start (re)starts the server on its port, as after Kill.
 func (r *Redis) Start() {
 	r.tb.Helper()
-	aof := map[bool]string{false: "no", true: "yes"}[r.aof]
-	r.Proc = start(r.tb, r.dir, "redis.log", "redis-server",
-		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", aof, "--appendfsync", "everysec", "--dir", r.dir)
-	r.waitReady()
-}
-
-func (r *Redis) waitReady() {
-	r.tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	err := waitFor(10*time.Second, func() error {
-		if r.Proc.Exited() {
-			return errExited
-		}
-		return c.Ping(context.Background()).Err()
-	})
-	if err != nil {
+	r.Proc = r.launch()
+	if err := r.wait(); err != nil {
 		r.tb.Fatalf("testenv: redis-server on %s did not answer PING: %v\n%s", r.Addr(), err, r.Proc.Log())
 	}
 }
+
+// launch starts the redis-server process of r on r.Port.
+func (r *Redis) launch() *Process {
+	r.tb.Helper()
+	aof := map[bool]string{false: "no", true: "yes"}[r.aof]
+	return start(r.tb, r.dir, "redis.log", "redis-server",
+		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", aof, "--appendfsync", "everysec", "--dir", r.dir)
+}
+
+// wait waits (up to 10 s) until r's own process answers on r.Port: a
+// server of another test that holds the port answers with another
+// process_id.
+func (r *Redis) wait() error {
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond}) // a listener that is not Redis answers nothing
+	defer c.Close()
+	pid := "process_id:" + strconv.Itoa(r.Proc.Pid()) + "\r\n"
+	return waitFor(10*time.Second, func() error {
+		if r.Proc.Exited() {
+			return errExited
+		}
+		info, err := c.Info(context.Background(), "server").Result()
+		if err == nil && !strings.Contains(info, pid) {
+			err = errNotOurs
+		}
+		if err != nil {
+			return err
+		}
+		return c.Ping(context.Background()).Err() // LOADING while it reads its AOF
+	})
+}
+
+var errNotOurs = errors.New("another redis-server answers on the port")
 
 // Client returns a new client for the server, closed when the test ends.
 func (r *Redis) Client() *redis.Client {

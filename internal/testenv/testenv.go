@@ -8,6 +8,7 @@
 package testenv
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -76,7 +77,8 @@ func FreePort(tb testing.TB) int {
 // Addr formats a loopback address for port.
 func Addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-// waitFor polls ready every 20 ms until it returns nil or timeout passes.
+// waitFor polls ready every 20 ms until it returns nil or timeout passes,
+// or at once when ready reports errExited: the process it waits for is gone.
 func waitFor(timeout time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -84,7 +86,7 @@ func waitFor(timeout time.Duration, ready func() error) error {
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if errors.Is(err, errExited) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -1,0 +1,39 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A fresh redis-server whose port was taken by another process after
+// FreePort picked it (FreePort sees only this process's picks) starts on
+// another port: taken by a plain listener, the server cannot bind and
+// exits; taken by another redis-server, that one answers PING, and only
+// its process_id tells it apart. Before, the first case failed the test
+// and the second returned a Redis whose address was the other server's.
+func TestStartRedisOnATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	other := StartRedis(t)
+	for name, port := range map[string]int{
+		"a listener":     ln.Addr().(*net.TCPAddr).Port,
+		"a redis-server": other.Port,
+	} {
+		firstPort = func(testing.TB) int { return port }
+		r := StartRedis(t)
+		firstPort = FreePort
+		if r.Port == port {
+			t.Fatalf("port taken by %s: the server says it runs on it", name)
+		}
+		info, err := r.Client().Info(context.Background(), "server").Result()
+		if err != nil || !strings.Contains(info, "process_id:"+strconv.Itoa(r.Proc.Pid())+"\r\n") {
+			t.Errorf("port taken by %s: %s answers as another process (%v)", name, r.Addr(), err)
+		}
+	}
+}
