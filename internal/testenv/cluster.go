@@ -35,10 +35,18 @@ func StartCluster(tb testing.TB) *Cluster {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i := range nodes {
-		nodes[i] = &Redis{tb: tb, dir: tb.TempDir(), Port: FreePort(tb)}
+		nodes[i] = &Redis{tb: tb, dir: tb.TempDir(), Port: firstPort(tb)}
 		wg.Go(func() { errs[i] = nodes[i].startClusterNode(bin) })
 	}
 	wg.Wait()
+	for i, n := range nodes { // a port another process took meanwhile: another one
+		for try := 0; errs[i] != nil && n.Proc != nil && try < 2 &&
+			strings.Contains(n.Proc.Log(), "Address already in use"); try++ {
+			n.Proc.Kill()
+			n.Port = FreePort(tb)
+			errs[i] = n.startClusterNode(bin)
+		}
+	}
 	for _, n := range nodes {
 		if n.Proc != nil {
 			tb.Cleanup(n.Stop)
@@ -150,7 +158,7 @@ func (cl *Cluster) Client(tb testing.TB) *redis.ClusterClient {
 }
 
 // startClusterNode starts n as a redis-server (at bin) in cluster mode, not
-// yet joined, and waits until it answers PING. A replica's first sync
+// yet joined, and waits until it answers, as itself (wait). A replica's first sync
 // starts at once (no diskless sync delay). It may run outside the test's
 // goroutine.
 func (n *Redis) startClusterNode(bin string) error {
@@ -163,14 +171,7 @@ func (n *Redis) startClusterNode(bin string) error {
 	if err != nil {
 		return err
 	}
-	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	return waitFor(10*time.Second, func() error {
-		if n.Proc.Exited() {
-			return errExited
-		}
-		return c.Ping(context.Background()).Err()
-	})
+	return n.wait()
 }
 
 // NodeID is the cluster node id of master i.

@@ -37,3 +37,32 @@ func TestStartRedisOnATakenPort(t *testing.T) {
 		}
 	}
 }
+
+// A cluster node whose port was taken starts on another one, and the
+// cluster comes up whole.
+func TestStartClusterOnATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken, calls := ln.Addr().(*net.TCPAddr).Port, 0
+	firstPort = func(tb testing.TB) int {
+		if calls++; calls == 2 { // the second node's
+			return taken
+		}
+		return FreePort(tb)
+	}
+	defer func() { firstPort = FreePort }()
+	cl := StartCluster(t)
+	seen := map[int]bool{}
+	for _, n := range append(cl.Masters[:len(cl.Masters):len(cl.Masters)], cl.Replicas...) {
+		if n.Port == taken || seen[n.Port] {
+			t.Fatalf("node on port %d: taken (%d) or twice", n.Port, taken)
+		}
+		seen[n.Port] = true
+	}
+	if err := cl.ready(); err != nil {
+		t.Fatal(err)
+	}
+}
