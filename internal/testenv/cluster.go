@@ -40,11 +40,13 @@ func StartCluster(tb testing.TB) *Cluster {
 	}
 	wg.Wait()
 	for i, n := range nodes { // a port another process took meanwhile: another one
-		for try := 0; errs[i] != nil && n.Proc != nil && try < 2 &&
-			strings.Contains(n.Proc.Log(), "Address already in use"); try++ {
+		if errs[i] != nil && n.Proc != nil && portTaken(n.Proc) {
 			n.Proc.Kill()
 			n.Port = FreePort(tb)
-			errs[i] = n.startClusterNode(bin)
+			errs[i] = onFreePort(tb, &n.Port, func() (*Process, error) {
+				err := n.startClusterNode(bin)
+				return n.Proc, err
+			})
 		}
 	}
 	for _, n := range nodes {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,11 +63,17 @@ func StartPrometheusWith(tb testing.TB, cfg PrometheusConfig) *Prometheus {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
-	p := &Prometheus{tb: tb, dir: tb.TempDir(), cfg: cfg, Port: FreePort(tb)}
+	p := &Prometheus{tb: tb, dir: tb.TempDir(), cfg: cfg, Port: firstPort(tb)}
 	if err := os.WriteFile(p.configPath(), []byte(p.config()), 0o644); err != nil {
 		tb.Fatalf("testenv: write prometheus config: %v", err)
 	}
-	p.Start()
+	err := onFreePort(tb, &p.Port, func() (*Process, error) {
+		p.Proc = p.launch()
+		return p.Proc, p.wait()
+	})
+	if err != nil {
+		tb.Fatalf("testenv: prometheus on %s did not become ready: %v\n%s", p.Addr(), err, p.Proc.Log())
+	}
 	tb.Cleanup(p.Stop)
 	return p
 }
@@ -113,33 +120,60 @@ func (p *Prometheus) Job() string { return p.cfg.Job }
 // Kill, and waits until /-/ready answers 200.
 func (p *Prometheus) Start() {
 	p.tb.Helper()
-	p.Proc = start(p.tb, p.dir, "prometheus.log", "prometheus",
+	p.Proc = p.launch()
+	if err := p.wait(); err != nil {
+		p.tb.Fatalf("testenv: prometheus on %s did not become ready: %v\n%s", p.Addr(), err, p.Proc.Log())
+	}
+}
+
+// launch starts the prometheus process of p on p.Port.
+func (p *Prometheus) launch() *Process {
+	p.tb.Helper()
+	return start(p.tb, p.dir, "prometheus.log", "prometheus",
 		"--config.file="+p.configPath(),
 		"--storage.tsdb.path="+filepath.Join(p.dir, "data"),
 		"--web.listen-address="+p.Addr())
-	p.waitReady()
 }
 
-func (p *Prometheus) waitReady() {
-	p.tb.Helper()
+// wait waits (up to 30 s) until p's own server is ready: another test's
+// prometheus on the port answers /-/ready too, but with another
+// config.file among its flags.
+func (p *Prometheus) wait() error {
 	c := &http.Client{Timeout: time.Second}
-	err := waitFor(30*time.Second, func() error {
+	return waitFor(30*time.Second, func() error {
 		if p.Proc.Exited() {
 			return errExited
 		}
-		resp, err := c.Get(p.URL() + "/-/ready")
-		if err != nil {
+		if err := p.get(c, "/-/ready", nil); err != nil {
 			return err
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/-/ready: %s", resp.Status)
+		var flags struct {
+			Data map[string]string `json:"data"`
+		}
+		if err := p.get(c, "/api/v1/status/flags", &flags); err != nil {
+			return err
+		}
+		if f := flags.Data["config.file"]; f != p.configPath() {
+			return fmt.Errorf("another prometheus answers on the port (config.file %q)", f)
 		}
 		return nil
 	})
+}
+
+// get GETs path from p and decodes its JSON body into v (unless nil).
+func (p *Prometheus) get(c *http.Client, path string, v any) error {
+	resp, err := c.Get(p.URL() + path)
 	if err != nil {
-		p.tb.Fatalf("testenv: prometheus on %s did not become ready: %v\n%s", p.Addr(), err, p.Proc.Log())
+		return err
 	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	if v == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // API returns a client of the server's HTTP API.

@@ -46,23 +46,16 @@ func StartRedisAOF(tb testing.TB) *Redis {
 // this package set a taken one).
 var firstPort = FreePort
 
-// startFresh starts r on a free port, and on another when a process
-// outside this one took the port meanwhile (FreePort cannot see those):
-// the server then exits, or another server answers there.
+// startFresh starts r on a free port (onFreePort).
 func (r *Redis) startFresh() {
 	r.tb.Helper()
 	r.Port = firstPort(r.tb)
-	for try := 1; ; try++ {
+	err := onFreePort(r.tb, &r.Port, func() (*Process, error) {
 		r.Proc = r.launch()
-		err := r.wait()
-		if err == nil {
-			return
-		}
-		if taken := strings.Contains(r.Proc.Log(), "Address already in use"); !taken || try == 3 {
-			r.tb.Fatalf("testenv: redis-server on %s did not answer PING: %v\n%s", r.Addr(), err, r.Proc.Log())
-		}
-		r.Proc.Kill()
-		r.Port = FreePort(r.tb)
+		return r.Proc, r.wait()
+	})
+	if err != nil {
+		r.tb.Fatalf("testenv: redis-server on %s did not answer PING: %v\n%s", r.Addr(), err, r.Proc.Log())
 	}
 }
 

@@ -66,3 +66,29 @@ func TestStartClusterOnATakenPort(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A prometheus whose port was taken, by a plain listener or by another
+// prometheus (which answers /-/ready too), starts on another port and is
+// the one answering there.
+func TestStartPrometheusOnATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	other := StartPrometheus(t)
+	for name, port := range map[string]int{
+		"a listener":   ln.Addr().(*net.TCPAddr).Port,
+		"a prometheus": other.Port,
+	} {
+		firstPort = func(testing.TB) int { return port }
+		p := StartPrometheus(t)
+		firstPort = FreePort
+		if p.Port == port {
+			t.Fatalf("port taken by %s: prometheus says it runs on it", name)
+		}
+		if err := p.wait(); err != nil {
+			t.Errorf("port taken by %s: %s is not this prometheus: %v", name, p.Addr(), err)
+		}
+	}
+}

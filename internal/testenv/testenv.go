@@ -74,6 +74,29 @@ func FreePort(tb testing.TB) int {
 	return 0
 }
 
+// onFreePort runs start (a server on *port, waited for) and, when another
+// process took the port after FreePort picked it (FreePort sees only this
+// process's picks; test packages run in parallel), runs it again on
+// another port, 3 tries in all. A server that finds its port taken logs
+// "address already in use" and exits, or, with another server of its kind
+// there, is told apart by its wait.
+func onFreePort(tb testing.TB, port *int, start func() (*Process, error)) error {
+	tb.Helper()
+	for try := 1; ; try++ {
+		p, err := start()
+		if err == nil || try == 3 || p == nil || !portTaken(p) {
+			return err
+		}
+		p.Kill()
+		*port = FreePort(tb)
+	}
+}
+
+// portTaken reports whether p's log says its port was taken.
+func portTaken(p *Process) bool {
+	return strings.Contains(strings.ToLower(p.Log()), "address already in use")
+}
+
 // Addr formats a loopback address for port.
 func Addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
