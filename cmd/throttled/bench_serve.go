@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,26 +26,26 @@ type servedMode struct {
 // mode listens, and serves until ctx ends. A port already taken fails the
 // whole call, with no mode left listening.
 func serveModes(ctx context.Context, ms []string, rdb *redis.Client, set redisstore.Settings, addr string, w io.Writer) error {
-	host, port, err := splitServeAddr(addr)
-	if err != nil {
-		return err
-	}
-	if port > 0 && port+len(ms)-1 > 65535 {
-		return errServePorts
+	addrs := make([]string, len(ms))
+	for i := range ms {
+		var err error
+		if addrs[i], err = addrPlus("bench http: --serve", addr, i); err != nil {
+			return err
+		}
 	}
 	lns, lines := make([]net.Listener, 0, len(ms)), make([]servedMode, len(ms))
 	srvs := make([]*http.Server, len(ms))
-	defer func() { closeAll(lns) }() // Serve closes them too; a second Close is harmless
+	defer func() { // before Serve, only these close them; a second Close is harmless
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}()
 	for i, m := range ms {
 		h, err := benchHandler(m, rdb, set)
 		if err != nil {
 			return err
 		}
-		p := 0
-		if port > 0 {
-			p = port + i
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		ln, err := net.Listen("tcp", addrs[i])
 		if err != nil {
 			return fmt.Errorf("bench http: --serve: mode %s: %w", m, err)
 		}
@@ -77,25 +75,3 @@ func serveModes(ctx context.Context, ms []string, rdb *redis.Client, set redisst
 		return fmt.Errorf("bench http: --serve: %w", err)
 	}
 }
-
-// splitServeAddr is --serve's host and first port.
-func splitServeAddr(addr string) (string, int, error) {
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, fmt.Errorf("bench http: --serve %q: want host:port: %w", addr, err)
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("bench http: --serve %q: port %q: want 0 to 65535", addr, p)
-	}
-	return host, port, nil
-}
-
-func closeAll(lns []net.Listener) {
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-}
-
-// errServePorts reports modes that would run past port 65535.
-var errServePorts = errors.New("bench http: --serve: the modes' ports run past 65535")

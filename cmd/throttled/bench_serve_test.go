@@ -121,7 +121,7 @@ func TestBenchHTTPServeBadAddr(t *testing.T) {
 		}
 	}
 	err := serveModes(context.Background(), []string{"none", "memory"}, nil, redisstore.Settings{}, "127.0.0.1:65535", io.Discard)
-	if !errors.Is(err, errServePorts) {
-		t.Errorf("2 modes from port 65535: %v, want errServePorts", err)
+	if !errors.Is(err, errPortsPast) {
+		t.Errorf("2 modes from port 65535: %v, want errPortsPast", err)
 	}
 }

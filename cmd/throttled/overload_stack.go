@@ -119,18 +119,34 @@ func startOverloadStack(ctx context.Context, spec overload.StackSpec, parts over
 }
 
 // adminAddr is instance i's admin listener: a free loopback port, or
-// base's port + i so that a Prometheus can be pointed at every instance.
+// base's port + i so that a Prometheus can be pointed at every instance
+// (free ports on base's host when its port is 0).
 func adminAddr(base string, i int) (string, error) {
 	if base == "" {
 		return "127.0.0.1:0", nil
 	}
+	return addrPlus("bench overload: --admin-listen", base, i)
+}
+
+// errPortsPast reports a base port whose +i runs past 65535.
+var errPortsPast = errors.New("the ports run past 65535")
+
+// addrPlus is the i-th of consecutive listen addresses from base: base's
+// host and port + i, or base itself when its port is 0 (a free port for
+// each). flag names base in errors.
+func addrPlus(flag, base string, i int) (string, error) {
 	host, port, err := net.SplitHostPort(base)
 	if err != nil {
-		return "", fmt.Errorf("bench overload: --admin-listen %q: %w", base, err)
+		return "", fmt.Errorf("%s %q: want host:port: %w", flag, base, err)
 	}
 	p, err := strconv.Atoi(port)
-	if err != nil || p <= 0 || p+i > 65535 {
-		return "", fmt.Errorf("bench overload: --admin-listen %q: want a fixed port", base)
+	switch {
+	case err != nil || p < 0 || p > 65535:
+		return "", fmt.Errorf("%s %q: port %q: want 0 to 65535", flag, base, port)
+	case p == 0:
+		return base, nil
+	case p+i > 65535:
+		return "", fmt.Errorf("%s %q: %w", flag, base, errPortsPast)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+i)), nil
 }
