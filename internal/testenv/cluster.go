@@ -40,14 +40,10 @@ func StartCluster(tb testing.TB) *Cluster {
 	}
 	wg.Wait()
 	for i, n := range nodes { // a port another process took meanwhile: another one
-		if errs[i] != nil && n.Proc != nil && portTaken(n.Proc) {
-			n.Proc.Kill()
-			n.Port = FreePort(tb)
-			errs[i] = onFreePort(tb, &n.Port, func() (*Process, error) {
-				err := n.startClusterNode(bin)
-				return n.Proc, err
-			})
-		}
+		errs[i] = retryTaken(tb, &n.Port, n.Proc, errs[i], func() (*Process, error) {
+			err := n.startClusterNode(bin)
+			return n.Proc, err
+		})
 	}
 	for _, n := range nodes {
 		if n.Proc != nil {

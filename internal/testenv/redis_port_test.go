@@ -8,6 +8,37 @@ import (
 	"testing"
 )
 
+// takenPort is a port held by a plain listener until the test ends.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// onTakenPorts starts a server (start returns its port and whether it is
+// the one answering there: nil) first on a port a plain listener holds,
+// then on other's, a server of its kind, and checks that it moved to
+// another port and answers as itself there.
+func onTakenPorts(t *testing.T, kind string, other int, start func() (int, error)) {
+	t.Helper()
+	t.Cleanup(func() { firstPort = FreePort })
+	for name, port := range map[string]int{"a listener": takenPort(t), "a " + kind: other} {
+		firstPort = func(testing.TB) int { return port }
+		got, notOurs := start()
+		firstPort = FreePort
+		if got == port {
+			t.Fatalf("port taken by %s: the %s says it runs on it", name, kind)
+		}
+		if notOurs != nil {
+			t.Errorf("port taken by %s: %d answers as another %s: %v", name, got, kind, notOurs)
+		}
+	}
+}
+
 // A fresh redis-server whose port was taken by another process after
 // FreePort picked it (FreePort sees only this process's picks) starts on
 // another port: taken by a plain listener, the server cannot bind and
@@ -15,38 +46,20 @@ import (
 // its process_id tells it apart. Before, the first case failed the test
 // and the second returned a Redis whose address was the other server's.
 func TestStartRedisOnATakenPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	other := StartRedis(t)
-	for name, port := range map[string]int{
-		"a listener":     ln.Addr().(*net.TCPAddr).Port,
-		"a redis-server": other.Port,
-	} {
-		firstPort = func(testing.TB) int { return port }
+	onTakenPorts(t, "redis-server", StartRedis(t).Port, func() (int, error) {
 		r := StartRedis(t)
-		firstPort = FreePort
-		if r.Port == port {
-			t.Fatalf("port taken by %s: the server says it runs on it", name)
-		}
 		info, err := r.Client().Info(context.Background(), "server").Result()
-		if err != nil || !strings.Contains(info, "process_id:"+strconv.Itoa(r.Proc.Pid())+"\r\n") {
-			t.Errorf("port taken by %s: %s answers as another process (%v)", name, r.Addr(), err)
+		if err == nil && !strings.Contains(info, "process_id:"+strconv.Itoa(r.Proc.Pid())+"\r\n") {
+			err = errNotOurs
 		}
-	}
+		return r.Port, err
+	})
 }
 
 // A cluster node whose port was taken starts on another one, and the
 // cluster comes up whole.
 func TestStartClusterOnATakenPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	taken, calls := ln.Addr().(*net.TCPAddr).Port, 0
+	taken, calls := takenPort(t), 0
 	firstPort = func(tb testing.TB) int {
 		if calls++; calls == 2 { // the second node's
 			return taken
@@ -71,24 +84,8 @@ func TestStartClusterOnATakenPort(t *testing.T) {
 // prometheus (which answers /-/ready too), starts on another port and is
 // the one answering there.
 func TestStartPrometheusOnATakenPort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	other := StartPrometheus(t)
-	for name, port := range map[string]int{
-		"a listener":   ln.Addr().(*net.TCPAddr).Port,
-		"a prometheus": other.Port,
-	} {
-		firstPort = func(testing.TB) int { return port }
+	onTakenPorts(t, "prometheus", StartPrometheus(t).Port, func() (int, error) {
 		p := StartPrometheus(t)
-		firstPort = FreePort
-		if p.Port == port {
-			t.Fatalf("port taken by %s: prometheus says it runs on it", name)
-		}
-		if err := p.wait(); err != nil {
-			t.Errorf("port taken by %s: %s is not this prometheus: %v", name, p.Addr(), err)
-		}
-	}
+		return p.Port, p.wait()
+	})
 }

@@ -75,21 +75,27 @@ func FreePort(tb testing.TB) int {
 }
 
 // onFreePort runs start (a server on *port, waited for) and, when another
-// process took the port after FreePort picked it (FreePort sees only this
-// process's picks; test packages run in parallel), runs it again on
-// another port, 3 tries in all. A server that finds its port taken logs
-// "address already in use" and exits, or, with another server of its kind
-// there, is told apart by its wait.
+// process took the port after FreePort picked it, again (retryTaken).
 func onFreePort(tb testing.TB, port *int, start func() (*Process, error)) error {
 	tb.Helper()
-	for try := 1; ; try++ {
-		p, err := start()
-		if err == nil || try == 3 || p == nil || !portTaken(p) {
-			return err
-		}
+	p, err := start()
+	return retryTaken(tb, port, p, err, start)
+}
+
+// retryTaken runs start again on another port while the server it ran (p,
+// which failed with err) found its port taken by another process (FreePort
+// sees only this process's picks; test packages run in parallel), 3 tries
+// in all. A server that finds its port taken logs "address already in
+// use" and exits, or, with another server of its kind there, is told apart
+// by its wait.
+func retryTaken(tb testing.TB, port *int, p *Process, err error, start func() (*Process, error)) error {
+	tb.Helper()
+	for try := 1; err != nil && try < 3 && p != nil && portTaken(p); try++ {
 		p.Kill()
 		*port = FreePort(tb)
+		p, err = start()
 	}
+	return err
 }
 
 // portTaken reports whether p's log says its port was taken.
