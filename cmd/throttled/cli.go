@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/throttledhq/throttled/internal/suggest"
 )
 
 // usageError is a mistake on the command line. Its text, the problem and
@@ -135,5 +137,5 @@ func exitCode(err error, stderr io.Writer) int {
 // unknownCommand is the error for a command name that is not one of names.
 func unknownCommand(kind, name string, names []string) error {
 	return &usageError{fmt.Sprintf("unknown %s %q%s\nrun 'throttled --help' for the commands", kind, name,
-		didYouMean(name, names))}
+		suggest.DidYouMean(name, names))}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -21,7 +22,7 @@ import (
 // reaches the law, from the file or the environment.
 func TestConfigHeadroom(t *testing.T) {
 	withHeadroom := func(v string) string { return readmeConfig + "controller:\n  headroom: " + v + "\n" }
-	if _, err := parseConfig([]byte(withHeadroom("0")), nil); err == nil || !strings.Contains(err.Error(), "controller.headroom") {
+	if _, err := config.Parse([]byte(withHeadroom("0")), nil); err == nil || !strings.Contains(err.Error(), "controller.headroom") {
 		t.Fatalf("headroom 0: err %v, want an error at controller.headroom", err)
 	}
 	for _, tc := range []struct {
@@ -33,11 +34,11 @@ func TestConfigHeadroom(t *testing.T) {
 		{withHeadroom("0.3"), nil, 0.3},
 		{readmeConfig, []string{"THROTTLED_CONTROLLER_HEADROOM=0.2"}, 0.2},
 	} {
-		c, err := parseConfig([]byte(tc.src), tc.environ)
+		c, err := config.Parse([]byte(tc.src), tc.environ)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := controllerSettings(c, c.Tiers).Headroom; got != tc.want {
+		if got := config.ControllerSettings(c, c.Tiers).Headroom; got != tc.want {
 			t.Errorf("%v: law headroom %v, want %v", tc.environ, got, tc.want)
 		}
 	}
@@ -46,14 +47,14 @@ func TestConfigHeadroom(t *testing.T) {
 // TestConfigSignalStaleAfter: the controller's signal staleness has its own
 // knob, apart from the enforcers' multiplier staleness (stale_after).
 func TestConfigSignalStaleAfter(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig+"controller:\n  signal_stale_after: 40s\n"), nil)
+	c, err := config.Parse([]byte(readmeConfig+"controller:\n  signal_stale_after: 40s\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := controllerSettings(c, c.Tiers).SignalStaleAfter; got != 40*time.Second {
+	if got := config.ControllerSettings(c, c.Tiers).SignalStaleAfter; got != 40*time.Second {
 		t.Fatalf("law SignalStaleAfter %v, want 40s", got)
 	}
-	plain, err := parseConfig([]byte(readmeConfig), nil)
+	plain, err := config.Parse([]byte(readmeConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestConfigSignalStaleAfter(t *testing.T) {
 func TestConfigRedisBreaker(t *testing.T) {
 	r := testenv.StartRedis(t)
 	src := readmeConfig + "fallback:\n  instances: 1\n  consecutive_failures: 2\n  open_timeout: 1m\n"
-	cfg, err := parseConfig([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
+	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
@@ -35,7 +36,7 @@ identity:
 `
 
 func TestReadmeConfigParses(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig), nil)
+	c, err := config.Parse([]byte(readmeConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +48,11 @@ func TestReadmeConfigParses(t *testing.T) {
 	if c.Controller.Period.D() != 5*time.Second || c.Fallback.Deadline.D() != 50*time.Millisecond {
 		t.Fatalf("defaults: %+v %+v", c.Controller, c.Fallback)
 	}
-	p, err := policyOf(c.apiConfig())
+	p, err := config.PolicyOf(c.Policy())
 	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
 		t.Fatalf("policy %+v: %v", p, err)
 	}
-	if u := unassignedKeysOf(&c.Identity); u != enforce.UnassignedAnonymous {
+	if u := config.UnassignedKeysOf(&c.Identity); u != enforce.UnassignedAnonymous {
 		t.Fatalf("identity.unassigned_keys defaults to %v, want anonymous", u)
 	}
 }
@@ -69,20 +70,20 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 		{"bad unassigned_keys", strings.Replace(readmeConfig, "trusted_proxies: []", "trusted_proxies: []\n  unassigned_keys: trust", 1), "identity.unassigned_keys"},
 	}
 	for _, tc := range cases {
-		_, err := parseConfig([]byte(tc.edit), nil)
+		_, err := config.Parse([]byte(tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want it to contain %q", tc.name, err, tc.want)
 		}
 	}
 	// "unknown field" errors name the line too.
-	_, err := parseConfig([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
+	_, err := config.Parse([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), `line 2: listen_typo: unknown key; did you mean "listen"?`) {
 		t.Errorf("unknown key error %v, want its line 2 and the nearest key", err)
 	}
 }
 
 func TestConfigEnvironmentOverrides(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig), []string{
+	c, err := config.Parse([]byte(readmeConfig), []string{
 		"THROTTLED_REDIS_URL=redis://127.0.0.1:7000/1",
 		"THROTTLED_CONTROLLER_PERIOD=2s",
 		"THROTTLED_FALLBACK_INSTANCES=4",
@@ -94,7 +95,7 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 	if c.Redis.URL != "redis://127.0.0.1:7000/1" || c.Controller.Period.D() != 2*time.Second || c.Fallback.Instances != 4 {
 		t.Fatalf("overrides not applied: %+v %+v %+v", c.Redis, c.Controller, c.Fallback)
 	}
-	if _, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_FALLBACK_INSTANCES=many"}); err == nil ||
+	if _, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_FALLBACK_INSTANCES=many"}); err == nil ||
 		!strings.Contains(err.Error(), "THROTTLED_FALLBACK_INSTANCES") {
 		t.Fatalf("bad override: %v", err)
 	}
@@ -105,27 +106,27 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 // fraction as the saturation signal; concurrency.disabled turns all of it
 // off. Bad concurrency settings name their field.
 func TestConfigInnerLoopDefaults(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig+"controller:\n  latency_target: 200ms\n  probe_after: 30s\n"), nil)
+	c, err := config.Parse([]byte(readmeConfig+"controller:\n  latency_target: 200ms\n  probe_after: 30s\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.innerLoop() || c.Concurrency.Target.D() != 200*time.Millisecond || c.Concurrency.MaxWait.D() != 50*time.Millisecond ||
+	if !c.InnerLoop() || c.Concurrency.Target.D() != 200*time.Millisecond || c.Concurrency.MaxWait.D() != 50*time.Millisecond ||
 		c.Concurrency.TopMaxWait.D() != 100*time.Millisecond ||
 		c.Controller.SaturationTarget != 0.05 || c.Prometheus.SaturationQuery != "max(throttled_concurrency_saturation)" ||
-		!c.saturationIsRefused() {
+		!c.SaturationIsRefused() {
 		t.Fatalf("inner loop defaults: %+v, controller %+v, prometheus %+v", c.Concurrency, c.Controller, c.Prometheus)
 	}
-	if s := controllerSettings(c, c.Tiers); s.ProbeAfter != 30*time.Second {
+	if s := config.ControllerSettings(c, c.Tiers); s.ProbeAfter != 30*time.Second {
 		t.Fatalf("controller.probe_after → %v", s.ProbeAfter)
 	}
-	off, err := parseConfig([]byte(readmeConfig+"concurrency:\n  disabled: true\n"), nil)
+	off, err := config.Parse([]byte(readmeConfig+"concurrency:\n  disabled: true\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.innerLoop() || off.Controller.SaturationTarget != 0 || off.Prometheus.SaturationQuery != "" {
-		t.Fatalf("disabled: inner loop %v, saturation target %v, query %q", off.innerLoop(), off.Controller.SaturationTarget, off.Prometheus.SaturationQuery)
+	if off.InnerLoop() || off.Controller.SaturationTarget != 0 || off.Prometheus.SaturationQuery != "" {
+		t.Fatalf("disabled: inner loop %v, saturation target %v, query %q", off.InnerLoop(), off.Controller.SaturationTarget, off.Prometheus.SaturationQuery)
 	}
-	_, err = parseConfig([]byte(readmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
+	_, err = config.Parse([]byte(readmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "concurrency") || !strings.Contains(err.Error(), "max_limit") {
 		t.Fatalf("max_limit below min_limit: %v, want an error naming concurrency and max_limit", err)
 	}
@@ -134,7 +135,7 @@ func TestConfigInnerLoopDefaults(t *testing.T) {
 		{"concurrency:\n  top_max_wait: 1s\n", "concurrency.top_max_wait"},
 		{"concurrency:\n  max_queue: -1\n", "concurrency.max_queue"},
 	} {
-		_, err = parseConfig([]byte(readmeConfig+bad.yaml), nil)
+		_, err = config.Parse([]byte(readmeConfig+bad.yaml), nil)
 		if err == nil || !strings.Contains(err.Error(), bad.path) {
 			t.Errorf("%q: err = %v, want one naming %s", bad.yaml, err, bad.path)
 		}

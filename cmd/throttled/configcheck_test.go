@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/throttledhq/throttled/config"
 )
 
 // badConfig has many problems of every kind: YAML types, unknown keys,
@@ -44,7 +45,7 @@ fallback:
 // plain words (it used to stop at the first YAML error and at one tier or
 // rule error, and duration errors lost their line).
 func TestConfigCheckReportsEveryError(t *testing.T) {
-	_, err := parseConfig([]byte(badConfig), []string{
+	_, err := config.Parse([]byte(badConfig), []string{
 		"THROTTLED_LISTN=127.0.0.1:1", "THROTTLED_IDENTITY_TRUSTED_PROXIES=10.0.0.0/8, nonsense"})
 	want := []string{
 		"line 2: upstream: want an http:// or https:// URL with a host",
@@ -78,7 +79,7 @@ func TestConfigTypeErrorsInPlainWords(t *testing.T) {
 		"tiers: 5\n", "tiers:\n  free: { rate: [1], period: 1s }\n", "admin: { allow_public: maybe }\n",
 		"rules: { name: x }\n", "controller: { headroom: high }\n", "upstream_breaker: { routes: /x }\n",
 	} {
-		_, err := parseConfig([]byte(src), nil)
+		_, err := config.Parse([]byte(src), nil)
 		if err == nil || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "unmarshal") ||
 			!strings.Contains(err.Error(), "line ") || !strings.Contains(err.Error(), "want ") {
 			t.Errorf("%q: %v, want an error on its line in plain words", src, err)
@@ -89,7 +90,7 @@ func TestConfigTypeErrorsInPlainWords(t *testing.T) {
 // TestConfigEnvironmentLists: a list field takes comma-separated values
 // from the environment (it used to be refused).
 func TestConfigEnvironmentLists(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig), []string{
+	c, err := config.Parse([]byte(readmeConfig), []string{
 		"THROTTLED_IDENTITY_TRUSTED_PROXIES=10.0.0.0/8, 192.168.1.1,",
 		"THROTTLED_UPSTREAM_BREAKER_ROUTES=/a,/b"})
 	if err != nil {
@@ -105,11 +106,11 @@ func TestConfigEnvironmentLists(t *testing.T) {
 // is an error with the nearest name; the admin tokens and the tests' knobs
 // are not configuration.
 func TestConfigEnvironmentUnknownNames(t *testing.T) {
-	_, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_REDIS_ULR=redis://x:1"})
+	_, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_REDIS_ULR=redis://x:1"})
 	if err == nil || !strings.Contains(err.Error(), `THROTTLED_REDIS_ULR: unknown variable; did you mean "THROTTLED_REDIS_URL"?`) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_ADMIN_TOKEN_CI=read:0123456789abcdef0123",
+	if _, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_ADMIN_TOKEN_CI=read:0123456789abcdef0123",
 		"THROTTLED_SOAK=1m", "THROTTLED_TEST_OUTAGE=2s"}); err != nil {
 		t.Fatalf("not configuration, yet refused: %v", err)
 	}
@@ -185,12 +186,12 @@ func TestConfigWarnings(t *testing.T) {
 // short tokens the admin API logs itself.
 func TestConfigWarningsLoggedOnce(t *testing.T) {
 	src := strings.Split(strings.Replace(readmeConfig, "upstream: http://127.0.0.1:8081\n", "", 1), "rules:")[0]
-	_, warnings, err := loadChecked(writeConfig(t, src), nil, nil)
+	_, warnings, err := config.LoadChecked(writeConfig(t, src), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	logWarnings(slog.New(slog.NewTextHandler(&buf, nil)), warnings)
+	config.LogWarnings(slog.New(slog.NewTextHandler(&buf, nil)), warnings)
 	logged := buf.String()
 	if len(warnings) != 3 || strings.Count(logged, "level=WARN") != 2 || strings.Count(logged, "no rules") != 1 ||
 		strings.Count(logged, "no proxy runs") != 1 || strings.Contains(logged, "admin.tokens") {
@@ -207,16 +208,16 @@ func FuzzConfigCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		c, r := checkConfig([]byte(src), nil, nil)
+		c, r := config.Check([]byte(src), nil, nil)
 		for _, fd := range r {
 			if !fd.warn && fd.line == 0 && fd.path == "" && fd.origin == "" && !strings.HasPrefix(fd.msg, "YAML: ") {
 				t.Fatalf("unplaced error %q", fd.msg)
 			}
 		}
-		if r.errors() > 0 {
+		if r.Errors() > 0 {
 			return
 		}
-		var plain Config
+		var plain config.Config
 		if err := yaml.UnmarshalWithOptions([]byte(src), &plain, yaml.DisallowUnknownField()); err != nil {
 			t.Fatalf("checkConfig accepted what the strict decoder refuses: %v", err)
 		}

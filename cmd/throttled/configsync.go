@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
+	"github.com/throttledhq/throttled"
 	"github.com/throttledhq/throttled/api"
-	"github.com/throttledhq/throttled/internal/textdiff"
+	"github.com/throttledhq/throttled/config"
 )
 
 // The config subcommands that read or write the store (Redis), the
@@ -98,7 +98,7 @@ func (f *syncFlags) parse(args []string, want int, usage string, stdout io.Write
 func (f *syncFlags) env() []string {
 	env := os.Environ()
 	if f.redisURL != "" {
-		env = append(env, envPrefix+"REDIS_URL="+f.redisURL)
+		env = append(env, config.EnvPrefix+"REDIS_URL="+f.redisURL)
 	}
 	return env
 }
@@ -111,12 +111,12 @@ type syncStore struct {
 }
 
 // openStore opens the Redis store cfg names.
-func openStore(cfg *Config) (*syncStore, error) {
+func openStore(cfg *config.Config) (*syncStore, error) {
 	if cfg.Redis.URL == "" && len(cfg.Redis.ClusterAddrs) == 0 {
 		return nil, errors.New("no Redis to read: give --redis-url URL, THROTTLED_REDIS_URL or a file with redis.url " +
 			"(the embedded store lives inside one serving process: its admin API shows it)")
 	}
-	rdb, err := redisClient(&cfg.Redis)
+	rdb, err := throttled.OpenRedis(&cfg.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func openStore(cfg *Config) (*syncStore, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	name := redactURL(cfg.Redis.URL)
+	name := cfg.Redis.RedactedURL()
 	if name == "" {
 		name = strings.Join(cfg.Redis.ClusterAddrs, ",")
 	}
@@ -135,7 +135,7 @@ func openStore(cfg *Config) (*syncStore, error) {
 // load reads the stored configuration as the admin API serves it: a bad
 // current document gives the last good one and a note saying so.
 func (s *syncStore) load(ctx context.Context) (snap api.Snapshot, note string, err error) {
-	snap, err = api.Load(ctx, s.st, validatePolicy)
+	snap, err = api.Load(ctx, s.st, config.ValidatePolicy)
 	if errors.Is(err, api.ErrBadStored) && snap.Version > 0 {
 		return snap, fmt.Sprintf("the current document is invalid, this is the last good one (%v)", err), nil
 	}
@@ -153,21 +153,6 @@ func (s *syncStore) describe(snap api.Snapshot) string {
 	return fmt.Sprintf("store %s, version %d", s.name, snap.Version)
 }
 
-// renderConfig is the YAML of the part of the configuration file the store
-// holds, in the file's layout: what export writes and diff compares, so
-// that spellings the same values share ("1m" and "1m0s", a key source and
-// a list of one) compare equal.
-func renderConfig(c api.Config) (string, error) {
-	if len(c.Rules) == 0 {
-		c.Rules = nil
-	}
-	b, err := yaml.MarshalWithOptions(c, yaml.IndentSequence(true))
-	if err != nil {
-		return "", fmt.Errorf("config: render: %w", err)
-	}
-	return string(b), nil
-}
-
 // configExport is `throttled config export`: the stored tiers, rules,
 // default and anonymous tier and assignments as YAML on stdout, which
 // `config import` reads back as they were.
@@ -177,14 +162,12 @@ func configExport(args []string, stdout io.Writer) error {
 	if _, err := f.parse(args, 0, usage, stdout); err != nil {
 		return helpIsNoError(err)
 	}
-	cfg := &Config{}
+	var cfg *config.Config
 	var err error
 	if f.config != "" {
-		cfg, err = loadConfig(f.config, f.env())
-	} else if _, rep := applyEnv(cfg, f.env(), nil); rep.errors() > 0 {
-		err = rep
+		cfg, err = config.LoadEnv(f.config, f.env())
 	} else {
-		cfg.defaults()
+		cfg, err = config.FromEnv(f.env())
 	}
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -203,7 +186,7 @@ func configExport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	doc, err := renderConfig(snap.Config)
+	doc, err := config.RenderPolicy(snap.Config)
 	if err != nil {
 		return err
 	}
@@ -254,14 +237,14 @@ func configDiff(args []string, stdout io.Writer) error {
 
 // fileDiff is a file compared with the store.
 type fileDiff struct {
-	cfg  *Config
+	cfg  *config.Config
 	snap api.Snapshot
 	text string // the unified diff, "" when the same
 }
 
 // diffFile loads path and the store it names (or f's), and compares them.
 func diffFile(ctx context.Context, path string, f *syncFlags) (*fileDiff, error) {
-	cfg, err := loadConfig(path, f.env())
+	cfg, err := config.LoadEnv(path, f.env())
 	if err != nil {
 		return nil, fmt.Errorf("%s:\n%w", path, err)
 	}
@@ -274,7 +257,7 @@ func diffFile(ctx context.Context, path string, f *syncFlags) (*fileDiff, error)
 	if err != nil {
 		return nil, err
 	}
-	text, err := configDelta(snap.Config, cfg.apiConfig(), s.describe(snap), path)
+	text, err := config.PolicyDelta(snap.Config, cfg.Policy(), s.describe(snap), path)
 	if err != nil {
 		return nil, err
 	}
@@ -282,27 +265,6 @@ func diffFile(ctx context.Context, path string, f *syncFlags) (*fileDiff, error)
 		text = "# note: " + note + "\n" + text
 	}
 	return &fileDiff{cfg: cfg, snap: snap, text: text}, nil
-}
-
-// configDelta is the unified diff from the store's configuration to the
-// file's, "" when they render the same.
-func configDelta(store, file api.Config, storeName, fileName string) (string, error) {
-	a, err := renderConfig(store)
-	if err != nil {
-		return "", err
-	}
-	b, err := renderConfig(file)
-	if err != nil {
-		return "", err
-	}
-	return textdiff.Unified(storeName, fileName, a, b, textdiff.Settings{Heading: yamlHeading}), nil
-}
-
-// yamlHeading marks the lines that head a part of the rendered
-// configuration: a section, a tier, a rule.
-func yamlHeading(l string) bool {
-	indent := len(l) - len(strings.TrimLeft(l, " "))
-	return indent == 0 || indent == 2 && (strings.HasSuffix(l, ":") || strings.HasPrefix(l, "  - "))
 }
 
 // configImport is `throttled config import FILE`: it writes the file's
@@ -322,7 +284,7 @@ func configImport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	rs := api.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import", Validate: validatePolicy}
+	rs := api.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import", Validate: config.ValidatePolicy}
 	if f.ifVersion != "" {
 		if rs.IfVersion, err = strconv.ParseInt(f.ifVersion, 10, 64); err != nil || rs.IfVersion < 0 {
 			return fmt.Errorf("import: --if-version %q: want a store version (0: empty)", f.ifVersion)
@@ -333,7 +295,7 @@ func configImport(args []string, stdout io.Writer) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer s.close()
-	snap, wrote, err := api.Replace(ctx, s.st, d.cfg.apiConfig(), rs)
+	snap, wrote, err := api.Replace(ctx, s.st, d.cfg.Policy(), rs)
 	var ve *api.VersionError
 	switch {
 	case errors.As(err, &ve):

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -67,14 +68,14 @@ func writeFile(t *testing.T, name, content string) string {
 // storedConfig loads the configuration stored at url (prefix throttled:).
 func storedConfig(t *testing.T, url string) api.Snapshot {
 	t.Helper()
-	cfg := &Config{Redis: RedisConfig{URL: url}}
+	cfg := &config.Config{Redis: config.RedisConfig{URL: url}}
 	cfg.defaults()
 	s, err := openStore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
-	snap, err := api.Load(context.Background(), s.st, validatePolicy)
+	snap, err := api.Load(context.Background(), s.st, config.ValidatePolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +111,12 @@ func TestConfigExportImportRoundTrip(t *testing.T) {
 	if code, out, errs := runCLI(t, "config", "import", "--redis-url", url0, file); code != 0 || !strings.Contains(out, "imported") {
 		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
 	}
-	parsed, err := parseConfig([]byte(richConfig), nil)
+	parsed, err := config.Parse([]byte(richConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := storedConfig(t, url0)
-	if got, want := jsonOf(t, first.Config), jsonOf(t, parsed.apiConfig()); got != want {
+	if got, want := jsonOf(t, first.Config), jsonOf(t, parsed.Policy()); got != want {
 		t.Fatalf("stored after import:\n%s\nwant the file's:\n%s", got, want)
 	}
 	code, exported, errs := runCLI(t, "config", "export", "--redis-url", url0)
@@ -203,21 +204,21 @@ func TestConfigImportIfVersion(t *testing.T) {
 
 // storeWith stores cfg's tiers, rules and assignments in the Redis at url,
 // as version 1 written by another instance.
-func storeWith(t *testing.T, url string, c *Config) {
+func storeWith(t *testing.T, url string, c *config.Config) {
 	t.Helper()
-	s, err := openStore(&Config{Redis: RedisConfig{URL: url, Prefix: c.Redis.Prefix, Timeout: c.Redis.Timeout}})
+	s, err := openStore(&config.Config{Redis: config.RedisConfig{URL: url, Prefix: c.Redis.Prefix, Timeout: c.Redis.Timeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
-	if _, _, err := api.Replace(context.Background(), s.st, c.apiConfig(), api.ReplaceSettings{}); err != nil {
+	if _, _, err := api.Replace(context.Background(), s.st, c.Policy(), api.ReplaceSettings{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // buildLogged builds the stack of cfg (without serving) and returns its
 // log.
-func buildLogged(t *testing.T, cfg *Config) (*stack, *syncBuffer) {
+func buildLogged(t *testing.T, cfg *config.Config) (*stack, *syncBuffer) {
 	t.Helper()
 	var logs syncBuffer
 	s, err := buildStack(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
@@ -287,16 +288,16 @@ func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
 
 func TestConfigSourceValidated(t *testing.T) {
 	src := strings.Replace(readmeConfig, "redis:\n", "config:\n  source: files\nredis:\n", 1)
-	if _, err := parseConfig([]byte(src), nil); err == nil || !strings.Contains(err.Error(), "config.source") ||
+	if _, err := config.Parse([]byte(src), nil); err == nil || !strings.Contains(err.Error(), "config.source") ||
 		!strings.Contains(err.Error(), "store or file") {
 		t.Fatalf("config.source: files: %v, want an error naming config.source and the values", err)
 	}
-	c, err := parseConfig([]byte(readmeConfig), []string{"THROTTLED_CONFIG_SOURCE=file"})
-	if err != nil || c.source() != sourceFile {
+	c, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_CONFIG_SOURCE=file"})
+	if err != nil || c.Source() != config.SourceFile {
 		t.Fatalf("THROTTLED_CONFIG_SOURCE=file: %v, %v", c, err)
 	}
-	if c, _ := parseConfig([]byte(readmeConfig), nil); c.source() != sourceStore {
-		t.Fatalf("default source %v, want store", c.source())
+	if c, _ := config.Parse([]byte(readmeConfig), nil); c.Source() != config.SourceStore {
+		t.Fatalf("default source %v, want store", c.Source())
 	}
 }
 

@@ -55,7 +55,7 @@ func demo(args []string, w io.Writer) error {
 const demoTarget = 250 * time.Millisecond
 
 // runDemo runs the demo until its duration passes or ctx ends, and returns
-// the report.
+// the Report.
 func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, error) {
 	bs := f.backend
 	sc, err := overload.Lookup("surge", bs.Capacity())

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/config"
 )
 
 // k8sObject is what the test reads of a Kubernetes object in
@@ -95,7 +97,7 @@ func selects(sel, labels map[string]string) bool {
 
 // k8sExample is the parsed example, by kind.
 type k8sExample struct {
-	cfg                  *Config
+	cfg                  *config.Config
 	deploy, svc, monitor *k8sObject
 	throttled            *k8sContainer
 	adminPort, proxyPort int
@@ -122,7 +124,7 @@ func loadK8sExample(t *testing.T) *k8sExample {
 		t.Fatalf("%s: want a ConfigMap with config.yaml, a Deployment, a Service and a ServiceMonitor", k8sFile)
 	}
 	var err error
-	if e.cfg, err = parseConfig([]byte(e.configSource), nil); err != nil {
+	if e.cfg, err = config.Parse([]byte(e.configSource), nil); err != nil {
 		t.Fatalf("%s: ConfigMap config.yaml: %v", k8sFile, err)
 	}
 	e.adminPort, e.proxyPort = port(t, e.cfg.Admin.Listen), port(t, e.cfg.Listen)
@@ -201,7 +203,7 @@ func TestK8sExample(t *testing.T) {
 func TestK8sExampleServes(t *testing.T) {
 	e := loadK8sExample(t)
 	up := upstreamServer(t)
-	cfg, err := parseConfig([]byte(e.configSource), []string{"THROTTLED_LISTEN=127.0.0.1:0",
+	cfg, err := config.Parse([]byte(e.configSource), []string{"THROTTLED_LISTEN=127.0.0.1:0",
 		"THROTTLED_ADMIN_LISTEN=127.0.0.1:0", "THROTTLED_UPSTREAM=" + up.URL, "THROTTLED_REDIS_URL=",
 		"THROTTLED_PROMETHEUS_URL="})
 	if err != nil {

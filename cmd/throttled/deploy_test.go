@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/throttledhq/throttled/config"
 )
 
 // The deployment files, relative to this package.
@@ -90,7 +91,7 @@ func yamlDocs[T any](t *testing.T, path string) []T {
 // the image runs `throttled healthcheck` as its HEALTHCHECK against the
 // admin port of the compose configuration; VERSION reaches main.version.
 func TestDockerfilesPinned(t *testing.T) {
-	cfg, err := loadConfig(composeConfig, nil)
+	cfg, err := config.LoadEnv(composeConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestComposeSafeDefaults(t *testing.T) {
 		t.Fatalf("%s: %d documents, want 1", composeFile, len(docs))
 	}
 	c := docs[0]
-	cfg, err := loadConfig(composeConfig, nil)
+	cfg, err := config.LoadEnv(composeConfig, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

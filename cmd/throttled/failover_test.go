@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -82,9 +83,9 @@ type replica struct {
 	done   chan struct{}
 }
 
-func startReplica(t *testing.T, cfg *Config, c redis.UniversalClient, name string, log *publishLog) *replica {
+func startReplica(t *testing.T, cfg *config.Config, c redis.UniversalClient, name string, log *publishLog) *replica {
 	t.Helper()
-	law, err := controller.NewLaw(controllerSettings(cfg, cfg.Tiers))
+	law, err := controller.NewLaw(config.ControllerSettings(cfg, cfg.Tiers))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
 }
 
 func TestConfigStaleAfterOutlivesFailover(t *testing.T) {
-	c, err := parseConfig([]byte(readmeConfig), nil)
+	c, err := config.Parse([]byte(readmeConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestConfigStaleAfterOutlivesFailover(t *testing.T) {
 		t.Fatalf("default stale_after %v, want lease_ttl + 2 × period = %v (25s)", got, want)
 	}
 	short := readmeConfig + "controller:\n  period: 1s\n  lease_ttl: 3s\n  stale_after: 4s\n"
-	if _, err := parseConfig([]byte(short), nil); err == nil || !strings.Contains(err.Error(), "controller.stale_after") ||
+	if _, err := config.Parse([]byte(short), nil); err == nil || !strings.Contains(err.Error(), "controller.stale_after") ||
 		!strings.Contains(err.Error(), "5s") {
 		t.Fatalf("stale_after 4s with lease_ttl 3s and period 1s: err %v, want controller.stale_after at least 5s", err)
 	}

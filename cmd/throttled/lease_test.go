@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ rules:
 // leaseStack builds the stack of src on Redis r.
 func leaseStack(t *testing.T, r *testenv.Redis, src string) *stack {
 	t.Helper()
-	cfg, err := parseConfig([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
+	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func usage(w io.Writer) {
 commands:
   serve     run the proxy, admin API, controller and /metrics (--config FILE)
   config    check FILE: validate a configuration, every error and warning with its line
-            schema: print the JSON Schema of the configuration file
+            schema: print the JSON config.Schema of the configuration file
             export: the store's tiers, rules and assignments as YAML (--redis-url URL or --config FILE)
             diff FILE: the store against FILE, a unified diff (exit 0 same, 1 different, 2 trouble)
             import FILE: write FILE's tiers, rules and assignments into the store, only over the
@@ -81,7 +81,7 @@ commands:
   demo      simulated overload: backend, free and premium clients, proxy and controller (--duration)
   bench     decisions: decisions/s and latency of a store (--store memory|redis, --json)
             overload: a scenario (surge, crowd, slowdown, instances) against a backend of capacity C,
-                      per mode (controller, static, off, all), the report as JSON (--json)
+                      per mode (controller, static, off, all), the config.Report as JSON (--json)
             http: a hello-world served with and without the middleware (none, memory, redis, lease)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version (also --version)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -21,7 +22,7 @@ import (
 func TestServeShadowRuleRefusesNothingInMetrics(t *testing.T) {
 	up := upstreamServer(t)
 	cfg := testConfig(t, up.URL, "")
-	more, err := parseConfig([]byte(`tiers: {free: {rate: 100, period: 1m}}
+	more, err := config.Parse([]byte(`tiers: {free: {rate: 100, period: 1m}}
 rules:
   - name: trial
     match: { path: / }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/overload"
 )
 
@@ -31,7 +32,7 @@ type overloadParts struct {
 // scenario and a mode: the scenario's tiers and assignments, one rule per
 // API key; controller mode runs both loops, static only the quotas, off
 // no limiting at all.
-func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) (*Config, error) {
+func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) (*config.Config, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nupstream: %s\nadmin:\n  listen: %s\n  tokens:\n    write: overload-bench-token\n",
 		spec.Backend, admin)
@@ -61,7 +62,7 @@ func overloadConfig(spec overload.StackSpec, parts overloadParts, admin string) 
 	fmt.Fprintf(&b, "controller:\n  disabled: %v\n  period: 1s\n  latency_target: %v\n  headroom: 0.3\n  hold_timeout: 10s\n",
 		spec.Mode != overload.Controller, target)
 	fmt.Fprintf(&b, "concurrency:\n  disabled: %v\n", spec.Mode != overload.Controller)
-	return parseConfig([]byte(b.String()), nil)
+	return config.Parse([]byte(b.String()), nil)
 }
 
 // overloadQueries read the stack's own upstream metrics and admitted

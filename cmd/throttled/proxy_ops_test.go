@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config"
 )
 
 // rateLimitHeaders are the headers a refusal after the rules must not carry.
@@ -48,7 +49,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			defer up.Close()
 			defer free() // before up.Close, which waits for the held request, also when the test fails early
 			cfg := testConfig(t, up.URL, "")
-			more, err := parseConfig([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
+			more, err := config.Parse([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +201,7 @@ func TestProxyBodyLimit(t *testing.T) {
 		limit int
 	}{{"", 10 << 20}, {"max_body_bytes: 1024\n", 1024}} {
 		cfg := proxyConfig(t, up.URL, breaker)
-		more, err := parseConfig([]byte(minimalTiers+tc.yaml), nil)
+		more, err := config.Parse([]byte(minimalTiers+tc.yaml), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,11 +243,11 @@ func TestProxyBodyLimit(t *testing.T) {
 // TestMaxBodyBytesConfig: 0 means the default (10 MiB), a negative value is
 // refused naming the field.
 func TestMaxBodyBytesConfig(t *testing.T) {
-	c, err := parseConfig([]byte(minimalTiers+"max_body_bytes: 0\n"), nil)
+	c, err := config.Parse([]byte(minimalTiers+"max_body_bytes: 0\n"), nil)
 	if err != nil || c.MaxBodyBytes != 10<<20 {
 		t.Fatalf("max_body_bytes 0: %d, %v; want the default 10485760", c.MaxBodyBytes, err)
 	}
-	if _, err := parseConfig([]byte(minimalTiers+"max_body_bytes: -1\n"), nil); err == nil || !strings.Contains(err.Error(), "max_body_bytes") {
+	if _, err := config.Parse([]byte(minimalTiers+"max_body_bytes: -1\n"), nil); err == nil || !strings.Contains(err.Error(), "max_body_bytes") {
 		t.Fatalf("max_body_bytes -1: %v, want an error naming max_body_bytes", err)
 	}
 }
@@ -271,7 +272,7 @@ func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	defer free()
 	cfg := testConfig(t, up.URL, "")
-	more, err := parseConfig([]byte("tiers: {free: {rate: 100, period: 1s}}\n"+
+	more, err := config.Parse([]byte("tiers: {free: {rate: 100, period: 1s}}\n"+
 		"concurrency: {initial_limit: 1, min_limit: 1, max_limit: 1, target: 10s, max_wait: 5s, top_max_wait: 5s}\n"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/config"
 )
 
 // proxyConfig adds YAML to the test config.
-func proxyConfig(t *testing.T, upstream, extra string) *Config {
+func proxyConfig(t *testing.T, upstream, extra string) *config.Config {
 	t.Helper()
 	c := testConfig(t, upstream, "")
-	more, err := parseConfig([]byte(fmt.Sprintf("tiers: {free: {rate: 1000, period: 1s}}\n%s", extra)), nil)
+	more, err := config.Parse([]byte(fmt.Sprintf("tiers: {free: {rate: 1000, period: 1s}}\n%s", extra)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
 )
@@ -30,11 +31,11 @@ rules:
 // TestConfigQuotaFields: the file's quota fields reach the enforcer's
 // policy.
 func TestConfigQuotaFields(t *testing.T) {
-	c, err := parseConfig([]byte(quotaConfig), nil)
+	c, err := config.Parse([]byte(quotaConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policyOf(c.apiConfig())
+	p, err := config.PolicyOf(c.Policy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestConfigQuotaErrors(t *testing.T) {
 		{"bad unlimited", strings.Replace(quotaConfig, "unlimited: true", "unlimited: maybe", 1), "unlimited"},
 	}
 	for _, tc := range cases {
-		_, err := parseConfig([]byte(tc.edit), nil)
+		_, err := config.Parse([]byte(tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
 		}

@@ -9,6 +9,7 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/throttledhq/throttled/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -18,7 +19,7 @@ const checkToken = "check-token-0123456789"
 
 // rlsConfig is an embedded serve config with the rate limit service and
 // the check endpoint on.
-func rlsConfig(t *testing.T) *Config {
+func rlsConfig(t *testing.T) *config.Config {
 	t.Helper()
 	src := fmt.Sprintf(`admin:
   listen: 127.0.0.1:0
@@ -36,7 +37,7 @@ rules:
 controller:
   disabled: true
 `, checkToken)
-	c, err := parseConfig([]byte(src), nil)
+	c, err := config.Parse([]byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestRLSConfigValidated(t *testing.T) {
 		{"rls:\n  listen: nowhere\n", "rls.listen"},
 		{"check:\n  token: x\n", "check.token"},
 	} {
-		_, err := parseConfig([]byte(readmeConfig+tc.edit), nil)
+		_, err := config.Parse([]byte(readmeConfig+tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error naming %s", tc.edit, err, tc.want)
 		}

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/signals"
 )
 
 // startServeLogged is startServe with its JSON log (debug level off) in logs.
-func startServeLogged(t *testing.T, cfg *Config, logs *syncBuffer) map[string]string {
+func startServeLogged(t *testing.T, cfg *config.Config, logs *syncBuffer) map[string]string {
 	t.Helper()
 	return startServeWith(t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 }
@@ -33,7 +34,7 @@ func TestConfigPrometheusSelector(t *testing.T) {
 		{"both queries", prom + "  latency_query: vector(0.1)\n  error_ratio_query: vector(0)\n", ""},
 		{"no prometheus", readmeConfig, ""},
 	} {
-		_, err := parseConfig([]byte(tc.src), nil)
+		_, err := config.Parse([]byte(tc.src), nil)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
@@ -121,7 +122,7 @@ func TestServeRedisDownLogsOnce(t *testing.T) {
 // line when it is back, and folding only while it is down.
 func TestRedisWatchObserve(t *testing.T) {
 	var logs syncBuffer
-	w := newRedisWatch(&RedisConfig{URL: "redis://:secret@10.0.0.7:6379/0"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	w := newRedisWatch(&config.RedisConfig{URL: "redis://:secret@10.0.0.7:6379/0"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	folding := w.logger()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	refused := errors.New("connection refused")

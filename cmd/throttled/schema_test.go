@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config"
 )
 
 // schemaAt follows a path of property names through a schema ("*" for a
@@ -88,14 +89,14 @@ func TestSchemaCoversEveryField(t *testing.T) {
 			}
 		}
 	}
-	walk(reflectConfig, configSchema(), "")
+	walk(reflectConfig, config.Schema(), "")
 }
 
 // TestSchemaLimitsAreValidation: every limit of configLimits on a plain
 // field is in the schema, and validation refuses a value just outside it,
 // at its path: the schema and config check read one table.
 func TestSchemaLimitsAreValidation(t *testing.T) {
-	s := configSchema()
+	s := config.Schema()
 	for pattern, l := range configLimits {
 		if strings.Contains(pattern, "*") {
 			continue
@@ -106,7 +107,7 @@ func TestSchemaLimitsAreValidation(t *testing.T) {
 			t.Errorf("%s: limit %+v not in the schema %v", pattern, l, prop)
 		}
 		env := "THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad
-		_, err := parseConfig([]byte(readmeConfig), []string{env})
+		_, err := config.Parse([]byte(readmeConfig), []string{env})
 		if err == nil || !strings.Contains(err.Error(), ": "+pattern+": "+l.message()) {
 			t.Errorf("%s: %v, want an error at %s", env, err, pattern)
 		}

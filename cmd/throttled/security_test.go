@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -45,12 +46,12 @@ func TestAdminListenOffLoopback(t *testing.T) {
 		{"listen: 0.0.0.0:9090\n  tls: { cert_file: c.pem, key_file: k.pem }", ""},
 		{"listen: 127.0.0.1:9090\n  tls: { cert_file: c.pem }", "admin.tls: set both cert_file and key_file"},
 	} {
-		_, err := parseConfig([]byte(minimalTiers+"admin:\n  "+tc.admin+"\n"), nil)
+		_, err := config.Parse([]byte(minimalTiers+"admin:\n  "+tc.admin+"\n"), nil)
 		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("admin: %q: %v, want %q", tc.admin, err, tc.err)
 		}
 	}
-	if _, err := parseConfig([]byte(minimalTiers+"admin: { listen: '0.0.0.0:9090' }\n"), []string{"THROTTLED_ADMIN_ALLOW_PUBLIC=true"}); err != nil {
+	if _, err := config.Parse([]byte(minimalTiers+"admin: { listen: '0.0.0.0:9090' }\n"), []string{"THROTTLED_ADMIN_ALLOW_PUBLIC=true"}); err != nil {
 		t.Errorf("THROTTLED_ADMIN_ALLOW_PUBLIC=true: %v", err)
 	}
 }
@@ -90,7 +91,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 func TestAdminTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t, t.TempDir())
 	cfg := testConfig(t, "", "")
-	cfg.Admin.TLS = TLSConfig{CertFile: certFile, KeyFile: keyFile}
+	cfg.Admin.TLS = config.TLSConfig{CertFile: certFile, KeyFile: keyFile}
 	addrs := startServe(t, cfg)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	resp, err := c.Get("https://" + addrs["admin"] + "/healthz")
@@ -111,7 +112,7 @@ func TestAdminTLS(t *testing.T) {
 
 func TestAdminTLSBadFiles(t *testing.T) {
 	cfg := testConfig(t, "", "")
-	cfg.Admin.TLS = TLSConfig{CertFile: "/nonexistent/cert.pem", KeyFile: "/nonexistent/key.pem"}
+	cfg.Admin.TLS = config.TLSConfig{CertFile: "/nonexistent/cert.pem", KeyFile: "/nonexistent/key.pem"}
 	err := runServe(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err == nil || !strings.Contains(err.Error(), "admin.tls") {
 		t.Fatalf("serve with missing TLS files: %v, want an admin.tls error", err)

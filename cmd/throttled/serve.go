@@ -9,18 +9,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled"
+	"github.com/throttledhq/throttled/config"
 )
 
 // serveFlags are the common settings a flag may override (after the file
@@ -46,16 +43,16 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return &usageError{"serve: --config FILE is required"}
 	}
 	env, flags := f.env()
-	cfg, warnings, err := loadChecked(f.config, append(os.Environ(), env...), flags)
-	if r, ok := err.(report); ok {
-		return fmt.Errorf("%s: %s\n%w", f.config, r.summary(), r)
+	cfg, warnings, err := config.LoadChecked(f.config, append(os.Environ(), env...), flags)
+	if r, ok := err.(config.Report); ok {
+		return fmt.Errorf("%s: %s\n%w", f.config, r.Summary(), r)
 	} else if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(stderr, cfg.Log.Level)
-	logWarnings(log, warnings)
+	config.LogWarnings(log, warnings)
 	redis.SetLogger(redisLog{log}) // process-wide: this is main
 	return runServe(ctx, cfg, log, nil)
 }
@@ -68,8 +65,8 @@ func (f *serveFlags) env() ([]string, map[string]string) {
 	for k, v := range map[string]string{"LISTEN": f.listen, "UPSTREAM": f.upstream, "ADMIN_LISTEN": f.adminListen,
 		"REDIS_URL": f.redisURL, "PROMETHEUS_URL": f.promURL, "LOG_LEVEL": f.logLevel} {
 		if v != "" {
-			out = append(out, envPrefix+k+"="+v)
-			flags[envPrefix+k] = "--" + strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+			out = append(out, config.EnvPrefix+k+"="+v)
+			flags[config.EnvPrefix+k] = "--" + strings.ToLower(strings.ReplaceAll(k, "_", "-"))
 		}
 	}
 	return out, flags
@@ -89,37 +86,26 @@ func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 	r.log.Warn(fmt.Sprintf(format, v...), "component", "go-redis")
 }
 
-// runServe builds the stack, serves until ctx ends, then drains. When
-// started is not nil it receives the bound addresses (for tests).
-func runServe(ctx context.Context, cfg *Config, log *slog.Logger, started chan<- map[string]string) error {
-	s, err := buildStack(ctx, cfg, log)
+// runServe builds a throttled.Instance, serves it until ctx ends, then
+// drains. When started is not nil it receives the bound addresses (for
+// tests).
+func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started chan<- map[string]string) error {
+	t, err := throttled.New(ctx, cfg, throttled.Options{Logger: log})
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	stopTracing, err := s.startTracing(ctx)
-	if err != nil {
-		return fmt.Errorf("tracing: %w", err)
-	}
-	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = stopTracing(flushCtx)
-	}()
-	servers, addrs, err := s.listen()
+	defer t.Close()
+	servers, addrs, err := listen(t, cfg)
 	if err != nil {
 		return err
 	}
-	log.Info("throttled serving", "addrs", addrs, "version", version)
+	log.Info("throttled serving", "addrs", addrs, "version", throttled.Version)
 	if started != nil {
 		started <- addrs
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, run := range s.runners {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = run(runCtx) }()
-	}
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = t.Run(runCtx) }()
 	errc := make(chan error, len(servers))
 	for _, srv := range servers {
 		go func() { errc <- srv.serve() }()
@@ -136,7 +122,7 @@ func runServe(ctx context.Context, cfg *Config, log *slog.Logger, started chan<-
 		_ = srv.shutdown(drainCtx)
 	}
 	cancel() // controller releases its lease, heartbeat leaves
-	wg.Wait()
+	<-ran
 	return err
 }
 
@@ -169,7 +155,7 @@ const maxHeaderBytes = 64 << 10
 
 // listen binds the admin listener (over TLS when configured), with an
 // upstream the proxy, and with rls.listen the rate limit service.
-func (s *stack) listen() ([]server, map[string]string, error) {
+func listen(t *throttled.Instance, cfg *config.Config) ([]server, map[string]string, error) {
 	addrs := map[string]string{}
 	var out []server
 	bind := func(name, addr string, h http.Handler, tc *tls.Config) error {
@@ -185,22 +171,20 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 			MaxHeaderBytes: maxHeaderBytes}})
 		return nil
 	}
-	tc, err := adminTLS(&s.cfg.Admin.TLS)
+	tc, err := adminTLS(&cfg.Admin.TLS)
 	if err == nil {
-		err = bind("admin", s.cfg.Admin.Listen, s.adminMux(), tc)
+		err = bind("admin", cfg.Admin.Listen, t.AdminHandler(), tc)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.cfg.Upstream != "" {
-		var u *url.URL
-		if u, err = url.Parse(s.cfg.Upstream); err == nil {
-			err = bind("proxy", s.cfg.Listen, s.traced("throttled proxy", s.proxyHandler(u)), nil)
-		}
+	var proxy http.Handler
+	if proxy, err = t.Proxy(); err == nil && proxy != nil {
+		err = bind("proxy", cfg.Listen, proxy, nil)
 	}
 	if err == nil {
 		var g server
-		if g, err = s.bindRLS(addrs); g != nil {
+		if g, err = bindRLS(t.RLS(), cfg.RLS.Listen, addrs); g != nil {
 			out = append(out, g)
 		}
 	}
@@ -214,7 +198,7 @@ func (s *stack) listen() ([]server, map[string]string, error) {
 }
 
 // adminTLS loads the admin listener's certificate; nil without one.
-func adminTLS(c *TLSConfig) (*tls.Config, error) {
+func adminTLS(c *config.TLSConfig) (*tls.Config, error) {
 	if c.CertFile == "" {
 		return nil, nil
 	}
@@ -223,30 +207,4 @@ func adminTLS(c *TLSConfig) (*tls.Config, error) {
 		return nil, fmt.Errorf("admin.tls: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
-func (s *stack) adminMux() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	mux.Handle("/healthz", enforce.HealthHandler())
-	mux.Handle("/readyz", s.ready)
-	if s.cfg.Check.Enabled {
-		mux.Handle("/v1/check", s.checkHandler())
-	}
-	if s.cfg.Admin.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if srv := s.admin.Load(); srv != nil {
-			srv.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("Retry-After", "2")
-		writeJSON(w, http.StatusServiceUnavailable, []byte(`{"error":"admin store unavailable, retrying"}`+"\n"))
-	}))
-	return mux
 }

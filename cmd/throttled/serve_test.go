@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
 )
@@ -21,7 +22,7 @@ import (
 const testToken = "test-write-token-0123456789"
 
 // testConfig is a serve config on free loopback ports in front of upstream.
-func testConfig(t *testing.T, upstream, redisURL string) *Config {
+func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
 	t.Helper()
 	src := fmt.Sprintf(`listen: 127.0.0.1:0
 upstream: %s
@@ -42,7 +43,7 @@ rules:
 controller:
   period: 1s
 `, upstream, testToken, redisURL)
-	c, err := parseConfig([]byte(src), nil)
+	c, err := config.Parse([]byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +51,14 @@ controller:
 }
 
 // startServe runs `serve` in-process and returns its bound addresses.
-func startServe(t *testing.T, cfg *Config) map[string]string {
+func startServe(t *testing.T, cfg *config.Config) map[string]string {
 	t.Helper()
 	return startServeWith(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 // startServeWith is startServe logging to log; serve stops at the test's
 // end.
-func startServeWith(t *testing.T, cfg *Config, log *slog.Logger) map[string]string {
+func startServeWith(t *testing.T, cfg *config.Config, log *slog.Logger) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan map[string]string, 1)
@@ -262,7 +263,7 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 func TestReadmeConfigServes(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := upstreamServer(t)
-	cfg, err := parseConfig([]byte(readmeConfig), []string{
+	cfg, err := config.Parse([]byte(readmeConfig), []string{
 		"THROTTLED_LISTEN=127.0.0.1:0", "THROTTLED_ADMIN_LISTEN=127.0.0.1:0",
 		"THROTTLED_UPSTREAM=" + up.URL, "THROTTLED_REDIS_URL=" + r.URL(),
 	})

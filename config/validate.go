@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -60,13 +60,13 @@ func (c *Config) validate() []fieldErr {
 		add("max_body_bytes", "want a positive number of bytes (0: the default, 10 MiB)")
 	}
 	errs = append(errs, c.validateController()...)
-	if _, err := gradientSettings(&c.Concurrency); err != nil {
+	if _, err := GradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})
 	}
 	errs = append(errs, c.Concurrency.validateWaits()...)
 	errs = append(errs, c.validateIdentity()...)
 	errs = append(errs, c.validateRLS()...)
-	errs = append(errs, c.validatePolicy()...)
+	errs = append(errs, c.ValidatePolicy()...)
 	errs = append(errs, c.validateSource()...)
 	return errs
 }
@@ -82,8 +82,8 @@ func (c *Config) validateController() []fieldErr {
 	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
-	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
-		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
+	check(cc.MultiplierStaleAfter.D() >= MinStaleAfter(cc), "controller.stale_after",
+		"want at least lease_ttl + 2 × period ("+MinStaleAfter(cc).String()+
 			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")
 	for route := range c.RouteBulkheads {
 		check(strings.HasPrefix(route, "/"), "route_bulkheads."+route, "a route is a path prefix starting with /")
@@ -102,7 +102,7 @@ func (c *Config) validateController() []fieldErr {
 func (c *Config) validateIdentity() []fieldErr {
 	var errs []fieldErr
 	for i, p := range c.Identity.TrustedProxies {
-		if _, err := parsePrefix(p); err != nil {
+		if _, err := ParsePrefix(p); err != nil {
 			errs = append(errs, fieldErr{"identity.trusted_proxies[" + itoa(i) + "]", err.Error()})
 		}
 	}
@@ -121,11 +121,11 @@ func (c *Config) validateIdentity() []fieldErr {
 	return errs
 }
 
-func (c *Config) validatePolicy() []fieldErr {
+func (c *Config) ValidatePolicy() []fieldErr {
 	if len(c.Tiers) == 0 {
 		return []fieldErr{{"tiers", "at least one tier is needed"}}
 	}
-	ac := c.apiConfig()
+	ac := c.Policy()
 	if errs := api.ConfigErrors(ac); len(errs) > 0 {
 		out := make([]fieldErr, len(errs))
 		for i, err := range errs {
@@ -133,7 +133,7 @@ func (c *Config) validatePolicy() []fieldErr {
 		}
 		return out
 	}
-	if err := validatePolicy(ac); err != nil {
+	if err := ValidatePolicy(ac); err != nil {
 		return []fieldErr{asFieldErr(err)}
 	}
 	return nil
@@ -148,7 +148,7 @@ func asFieldErr(err error) fieldErr {
 }
 
 // parsePrefix reads a CIDR or a single address.
-func parsePrefix(s string) (netip.Prefix, error) {
+func ParsePrefix(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
 		return p.Masked(), nil
 	}

@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -20,11 +20,11 @@ import (
 
 // registerInfo registers throttled_build_info, throttled_config_version
 // and throttled_effective_multiplier (read at scrape time).
-func (s *stack) registerInfo() error {
+func (s *Instance) registerInfo() error {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "throttled_build_info",
-		Help: "1, labelled with the build: version, Go version and VCS revision."},
+		Help: "1, labelled with the build: Version, Go version and VCS revision."},
 		[]string{"version", "goversion", "revision"})
-	build.WithLabelValues(version, runtime.Version(), revision()).Set(1)
+	build.WithLabelValues(Version, runtime.Version(), revision()).Set(1)
 	s.configVersion = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttled_config_version",
 		Help: "Version of the admin configuration in force on this instance (it counts writes; 0 until one is applied)."})
 	for _, c := range []prometheus.Collector{build, s.configVersion, instrument.NewEffectiveMultipliers(s.effective)} {
@@ -50,7 +50,7 @@ func revision() string {
 
 // effective is the multiplier this instance enforces on each tier and its
 // source, for throttled_effective_multiplier.
-func (s *stack) effective() []instrument.Effective {
+func (s *Instance) effective() []instrument.Effective {
 	if s.mults == nil {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (s *stack) effective() []instrument.Effective {
 // timeout, compression), and an http:// endpoint is plain HTTP. Proxied
 // requests then get a server span each (see traced). It returns the
 // function that flushes and stops the exporter.
-func (s *stack) startTracing(ctx context.Context) (func(context.Context) error, error) {
+func (s *Instance) startTracing(ctx context.Context) (func(context.Context) error, error) {
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return func(context.Context) error { return nil }, nil
 	}
@@ -82,7 +82,7 @@ func (s *stack) startTracing(ctx context.Context) (func(context.Context) error, 
 		return nil, err
 	}
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "throttled"),
-		attribute.String("service.version", version)), resource.WithFromEnv(), resource.WithTelemetrySDK())
+		attribute.String("service.version", Version)), resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ var traceContext = propagation.TraceContext{}
 // traced starts a server span named name for every request to h, a child
 // of the caller's traceparent when it sends one; the enforcer adds its
 // decision to it. Without tracing h is returned as is.
-func (s *stack) traced(name string, h http.Handler) http.Handler {
+func (s *Instance) traced(name string, h http.Handler) http.Handler {
 	if s.tracer == nil {
 		return h
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // policyOf converts the admin API's Config to the limiter's Policy. Rules
 // keep their order; tiers are sorted by name.
-func policyOf(c api.Config) (enforce.Policy, error) {
+func PolicyOf(c api.Config) (enforce.Policy, error) {
 	p := enforce.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier}
 	for _, name := range sortedTiers(c.Tiers) {
 		t := c.Tiers[name].WithDefaults()
@@ -72,15 +72,15 @@ func sortedTiers(m map[string]api.Tier) []string {
 }
 
 // unassignedKeysOf is identity.unassigned_keys (validated: "" when bad).
-func unassignedKeysOf(c *IdentityConfig) enforce.UnassignedKeys {
+func UnassignedKeysOf(c *IdentityConfig) enforce.UnassignedKeys {
 	u, _ := enforce.ParseUnassignedKeys(c.UnassignedKeys)
 	return u
 }
 
-// validatePolicy is the admin API's Validate hook: the whole Config must
+// ValidatePolicy is the admin API's Validate hook: the whole Config must
 // make a valid limiter Policy.
-func validatePolicy(c api.Config) error {
-	p, err := policyOf(c)
+func ValidatePolicy(c api.Config) error {
+	p, err := PolicyOf(c)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func validatePolicy(c api.Config) error {
 
 // controllerSettings builds the control law's settings from the tiers and
 // the controller section.
-func controllerSettings(c *Config, tiers map[string]api.Tier) controller.Settings {
+func ControllerSettings(c *Config, tiers map[string]api.Tier) controller.Settings {
 	s := controller.Settings{
 		HoldTimeout:      c.Controller.HoldTimeout.D(),
 		ProbeAfter:       c.Controller.ProbeAfter.D(),
@@ -112,7 +112,7 @@ func controllerSettings(c *Config, tiers map[string]api.Tier) controller.Setting
 }
 
 // apiConfig is the part of the file the admin API manages.
-func (c *Config) apiConfig() api.Config {
+func (c *Config) Policy() api.Config {
 	return api.Config{Tiers: c.Tiers, Rules: c.Rules, DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier,
 		Assignments: c.Assignments}
 }
@@ -136,7 +136,7 @@ func (c *ConcurrencyConfig) validateWaits() []fieldErr {
 	return errs
 }
 
-func gradientSettings(c *ConcurrencyConfig) (controller.GradientSettings, error) {
+func GradientSettings(c *ConcurrencyConfig) (controller.GradientSettings, error) {
 	g := controller.GradientSettings{Interval: c.Interval.D(), Target: c.Target.D(), Tolerance: c.Tolerance,
 		MinLimit: c.MinLimit, MaxLimit: c.MaxLimit, InitialLimit: c.InitialLimit}
 	return g, g.Validate()

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"log/slog"
@@ -87,7 +87,7 @@ func repeats(tok string) bool {
 
 // logWarnings logs each warning of the configuration once, when serve
 // starts (short admin tokens are the admin API's to log).
-func logWarnings(log *slog.Logger, warnings report) {
+func LogWarnings(log *slog.Logger, warnings Report) {
 	for _, w := range warnings {
 		if w.msg != shortTokenMsg {
 			log.Warn("config: "+w.String(), "path", w.path)

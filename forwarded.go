@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const (
 // watchForwards counts the requests whose X-Forwarded-For is ignored
 // because their peer is not in identity.trusted_proxies (a counter on
 // /metrics) and warns once.
-func (s *stack) watchForwards() (*identity.UntrustedForwards, error) {
+func (s *Instance) watchForwards() (*identity.UntrustedForwards, error) {
 	u := &identity.UntrustedForwards{}
 	c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "throttled_untrusted_forwarded_requests_total",
 		Help: "Requests that carried X-Forwarded-For from a peer not in identity.trusted_proxies: the header was ignored " +

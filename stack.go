@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -25,13 +25,17 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
-// stack is every part of a running throttled, wired. serve and demo build
-// one; cmd/throttled only wires, the parts live in their packages.
-type stack struct {
-	cfg           *Config
+// Instance is a whole throttled built from a config.Config: the store,
+// the enforcer, the admin API, the controller, the inner loop, the rate
+// limit service. New builds one, Run runs its loops, and its handlers
+// (Middleware, Echo, AdminHandler, Proxy) serve it; Close releases it.
+type Instance struct {
+	cfg           *config.Config
 	log           *slog.Logger
-	reg           *prometheus.Registry
+	reg           prometheus.Registerer
+	gather        prometheus.Gatherer
 	rdb           redis.UniversalClient // nil: embedded
+	ownRedis      bool                  // rdb was opened from the configuration: Close closes it
 	store         limiter.Store
 	leases        *leases // the rules in lease mode; nil: the embedded store
 	ready         *enforce.Readiness
@@ -41,6 +45,7 @@ type stack struct {
 	refusals      *instrument.RefusalLog // the sampled info line per refusal
 	configVersion prometheus.Gauge       // throttled_config_version
 	tracer        oteltrace.Tracer       // nil: no tracing (see startTracing)
+	stopTracing   func(context.Context) error
 	mults         *pinned
 	tiers         *tierTable
 	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
@@ -61,30 +66,10 @@ type stack struct {
 	memPolicy     *memoryPolicyWatch // nil: no Redis (memory_policy.go)
 }
 
-func buildStack(ctx context.Context, cfg *Config, log *slog.Logger) (*stack, error) {
-	s := &stack{cfg: cfg, log: log, reg: prometheus.NewRegistry(), tiers: &tierTable{}}
-	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	steps := []func(context.Context) error{s.buildStore, s.buildMultipliers, s.buildEnforcer,
-		s.buildAdmin, s.buildController, s.buildProxyParts, s.buildRLS}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
-			s.close()
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-func (s *stack) close() {
-	if s.rdb != nil {
-		_ = s.rdb.Close()
-	}
-}
-
-// redisClient opens the configured Redis (or cluster) with per-command
+// OpenRedis opens the configured Redis (or cluster) with per-command
 // deadlines honoured, as the fallback needs, and dialing on every new
 // connection however long an outage lasts (redisstore.KeepDialing).
-func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
+func OpenRedis(cfg *config.RedisConfig) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
 	if len(cfg.ClusterAddrs) > 0 {
 		// The slot map is reloaded every second: after a failover the dead
@@ -104,7 +89,7 @@ func redisClient(cfg *RedisConfig) (redis.UniversalClient, error) {
 	return c, nil
 }
 
-func (s *stack) buildStore(ctx context.Context) error {
+func (s *Instance) buildStore(ctx context.Context) error {
 	m, err := instrument.NewMetrics(s.reg)
 	if err != nil {
 		return err
@@ -117,14 +102,17 @@ func (s *stack) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
+	if s.rdb == nil && s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
 		mem := limiter.NewMemory()
 		s.store = near.Store(instrument.Store(mem, m, "memory"))
 		s.log.Info("store: embedded in-memory (no redis configured)")
 		return s.buildReadiness(enforce.ReadinessSettings{Shared: mem.Ready})
 	}
-	if s.rdb, err = redisClient(&s.cfg.Redis); err != nil {
-		return err
+	if s.rdb == nil {
+		if s.rdb, err = OpenRedis(&s.cfg.Redis); err != nil {
+			return err
+		}
+		s.ownRedis = true
 	}
 	s.watchRedis(ctx)
 	if err := s.watchMemoryPolicy(ctx); err != nil {
@@ -144,7 +132,7 @@ func (s *stack) buildStore(ctx context.Context) error {
 	// timeout) rather than being cut, which would cost its connection.
 	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
 		CallTimeout: s.cfg.Redis.Timeout.D()}
-	if fs.Instances == 0 && s.cfg.enforces() {
+	if fs.Instances == 0 && s.cfg.Enforces() {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
@@ -167,14 +155,14 @@ func (s *stack) buildStore(ctx context.Context) error {
 		return err
 	}
 	s.store = near.Store(instrument.Store(s.leases, m, "redis"))
-	s.log.Info("store: redis", "url", redactURL(s.cfg.Redis.URL), "cluster", s.cfg.Redis.ClusterAddrs)
+	s.log.Info("store: redis", "url", s.cfg.Redis.RedactedURL(), "cluster", s.cfg.Redis.ClusterAddrs)
 	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
 }
 
 // buildReadiness makes /readyz (ready while the instance decides, degraded
 // on the fallback) and the throttled_degraded gauge, checked in the
 // background too so that the gauge is current without probes.
-func (s *stack) buildReadiness(rs enforce.ReadinessSettings) error {
+func (s *Instance) buildReadiness(rs enforce.ReadinessSettings) error {
 	var err error
 	if s.ready, err = enforce.NewReadiness(rs); err != nil {
 		return err
@@ -191,7 +179,7 @@ func (s *stack) buildReadiness(rs enforce.ReadinessSettings) error {
 	}))
 }
 
-func (s *stack) buildMultipliers(ctx context.Context) error {
+func (s *Instance) buildMultipliers(ctx context.Context) error {
 	s.mults = &pinned{now: time.Now}
 	if s.rdb == nil {
 		s.mults.src = &localMultipliers{}
@@ -207,7 +195,7 @@ func (s *stack) buildMultipliers(ctx context.Context) error {
 	return nil
 }
 
-func (s *stack) buildEnforcer(ctx context.Context) error {
+func (s *Instance) buildEnforcer(ctx context.Context) error {
 	untrusted, err := s.watchForwards()
 	if err != nil {
 		return err
@@ -216,7 +204,7 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	policy, err := policyOf(s.cfg.apiConfig())
+	policy, err := config.PolicyOf(s.cfg.Policy())
 	if err != nil {
 		return err
 	}
@@ -226,14 +214,14 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	}
 	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
-		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
+		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: config.UnassignedKeysOf(&s.cfg.Identity)})
 	return err
 }
 
-func identifierOf(c *IdentityConfig, untrusted *identity.UntrustedForwards) (identity.Identifier, error) {
+func identifierOf(c *config.IdentityConfig, untrusted *identity.UntrustedForwards) (identity.Identifier, error) {
 	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix, Untrusted: untrusted}
 	for _, p := range c.TrustedProxies {
-		pfx, err := parsePrefix(p)
+		pfx, err := config.ParsePrefix(p)
 		if err != nil {
 			return nil, fmt.Errorf("identity.trusted_proxies: %q: %w", p, err)
 		}

@@ -1,9 +1,7 @@
-package main
+package config
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -18,31 +16,47 @@ type fieldErr struct {
 	msg  string
 }
 
-// loadConfig reads a YAML file strictly (unknown keys are errors), applies
-// environment overrides, fills defaults and validates. The error is the
-// whole report (a report value) when the file has errors.
-func loadConfig(path string, environ []string) (*Config, error) {
-	c, _, err := loadChecked(path, environ, nil)
+// Load reads the configuration file at path as `throttled serve` does:
+// strictly (unknown keys are errors), with the process's THROTTLED_*
+// environment overrides applied, defaults filled and every value
+// validated. The error is the whole Report when the file has errors.
+func Load(path string) (*Config, error) { return LoadEnv(path, os.Environ()) }
+
+// FromEnv is the configuration of the THROTTLED_* variables in environ
+// alone, with defaults filled (no file): what the commands that only
+// reach the store need. It is not validated as a server's would be.
+func FromEnv(environ []string) (*Config, error) {
+	c := &Config{}
+	if _, rep := applyEnv(c, environ, nil); rep.Errors() > 0 {
+		return nil, rep
+	}
+	c.defaults()
+	return c, nil
+}
+
+// LoadEnv is Load with the environment given.
+func LoadEnv(path string, environ []string) (*Config, error) {
+	c, _, err := LoadChecked(path, environ, nil)
 	return c, err
 }
 
-// loadChecked is loadConfig that also returns the warnings; flags maps the
+// LoadChecked is LoadEnv that also returns the warnings; flags maps the
 // THROTTLED_* variables that flags supplied to the flags' names.
-func loadChecked(path string, environ []string, flags map[string]string) (*Config, report, error) {
+func LoadChecked(path string, environ []string, flags map[string]string) (*Config, Report, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, r := checkConfig(src, environ, flags)
-	if r.errors() > 0 {
+	c, r := Check(src, environ, flags)
+	if r.Errors() > 0 {
 		return nil, r, r
 	}
-	return c, r.warnings(), nil
+	return c, r.Warnings(), nil
 }
 
-func parseConfig(src []byte, environ []string) (*Config, error) {
-	c, r := checkConfig(src, environ, nil)
-	if r.errors() > 0 {
+func Parse(src []byte, environ []string) (*Config, error) {
+	c, r := Check(src, environ, nil)
+	if r.Errors() > 0 {
 		return nil, r
 	}
 	return c, nil
@@ -52,7 +66,7 @@ func parseConfig(src []byte, environ []string) (*Config, error) {
 // sorted by line: YAML syntax, unknown keys, wrong types, bad values from
 // the environment or flags, every validation error, and the warnings. It
 // returns a Config only when the YAML parses.
-func checkConfig(src []byte, environ []string, flags map[string]string) (*Config, report) {
+func Check(src []byte, environ []string, flags map[string]string) (*Config, Report) {
 	c, idx, r := decodeConfig(src)
 	if c == nil {
 		return nil, r
@@ -78,14 +92,14 @@ func checkConfig(src []byte, environ []string, flags map[string]string) (*Config
 
 // decodeConfig parses src, checks its shape against Config and decodes
 // what fits.
-func decodeConfig(src []byte) (*Config, lineIndex, report) {
+func decodeConfig(src []byte) (*Config, lineIndex, Report) {
 	file, err := parser.ParseBytes(src, 0)
 	if err != nil {
-		return nil, nil, report{yamlFinding(err)}
+		return nil, nil, Report{yamlFinding(err)}
 	}
 	var doc any
 	if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, nil, report{yamlFinding(err)}
+		return nil, nil, Report{yamlFinding(err)}
 	}
 	idx := indexLines(file)
 	var s shaper
@@ -93,7 +107,7 @@ func decodeConfig(src []byte) (*Config, lineIndex, report) {
 	if !ok { // not a mapping at all: nothing of it decodes
 		clean = map[string]any{}
 	}
-	var r report
+	var r Report
 	for _, e := range s.errs {
 		r = append(r, locate(e, idx, nil, false))
 	}
@@ -119,13 +133,13 @@ func orEmpty(doc any) any {
 
 // locate places a validation error on its line, or names the flag or
 // variable that supplied the value.
-func locate(e fieldErr, idx lineIndex, origins map[string]string, warn bool) finding {
+func locate(e fieldErr, idx lineIndex, origins map[string]string, warn bool) Finding {
 	for p := e.path; p != ""; p = parentPath(p) {
 		if o, ok := origins[p]; ok {
-			return finding{origin: o, path: e.path, msg: e.msg, warn: warn}
+			return Finding{origin: o, path: e.path, msg: e.msg, warn: warn}
 		}
 	}
-	return finding{line: idx.line(e.path), path: e.path, msg: e.msg, warn: warn}
+	return Finding{line: idx.line(e.path), path: e.path, msg: e.msg, warn: warn}
 }
 
 // under reports whether path or one of its ancestors is in paths.
@@ -148,12 +162,12 @@ func parentPath(path string) string {
 }
 
 // yamlFinding is a syntax error on its line.
-func yamlFinding(err error) finding {
+func yamlFinding(err error) Finding {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
-		return finding{line: ye.GetToken().Position.Line, msg: "YAML: " + plainYAML(err)}
+		return Finding{line: ye.GetToken().Position.Line, msg: "YAML: " + plainYAML(err)}
 	}
-	return finding{msg: "YAML: " + plainYAML(err)}
+	return Finding{msg: "YAML: " + plainYAML(err)}
 }
 
 var goTypeRE = regexp.MustCompile(`cannot unmarshal (\S+) into Go (?:struct field \S* ?of type|value of type) (\S+)`)
@@ -166,31 +180,4 @@ func plainYAML(err error) string {
 		msg = ye.GetMessage()
 	}
 	return goTypeRE.ReplaceAllString(msg, "want a value of another type, got a $1")
-}
-
-// configCheck is `throttled config check FILE`: every error and warning,
-// sorted by line; an error (exit 1) when there are errors.
-func configCheck(args []string, stdout io.Writer) error {
-	fs := newFlagSet("config check", "FILE", "validate a configuration: every error and warning, by line")
-	path, err := parseOneArg(fs, args, stdout, "FILE")
-	if err != nil {
-		return err
-	}
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	c, r := checkConfig(src, os.Environ(), nil)
-	if r.errors() > 0 {
-		return fmt.Errorf("%s: %s\n%w", path, r.summary(), r)
-	}
-	for _, w := range r {
-		fmt.Fprintln(stdout, w)
-	}
-	store := "memory (embedded)"
-	if c.Redis.URL != "" || len(c.Redis.ClusterAddrs) > 0 {
-		store = "redis"
-	}
-	_, err = fmt.Fprintf(stdout, "%s: ok (%d tiers, %d rules, store %s)\n", path, len(c.Tiers), len(c.Rules), store)
-	return err
 }

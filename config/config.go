@@ -1,11 +1,7 @@
-package main
+package config
 
 import (
-	"flag"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
+	"net/url"
 	"time"
 
 	"github.com/throttledhq/throttled/api"
@@ -209,13 +205,13 @@ func (c *Config) defaults() {
 	// Multipliers must outlive a leader change: a leader that dies right
 	// after publishing leaves them unrenewed until its lease expires and a
 	// follower's next tick (up to a jittered period later) publishes again.
-	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(minStaleAfter(&c.Controller)))
+	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(MinStaleAfter(&c.Controller)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
-	if c.innerLoop() {
+	if c.InnerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
 		// the inner loop holds moves to the multipliers (cascade).
 		setDefault(&c.Controller.SaturationTarget, 0.05)
-		setDefault(&c.Prometheus.SaturationQuery, defaultSaturationQuery)
+		setDefault(&c.Prometheus.SaturationQuery, DefaultSaturationQuery)
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Concurrency.TopMaxWait, 2*c.Concurrency.MaxWait)
@@ -223,36 +219,39 @@ func (c *Config) defaults() {
 	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
 	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
-	setDefault(&c.ConfigSource.Source, sourceStore.String())
+	setDefault(&c.ConfigSource.Source, SourceStore.String())
 	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
 	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
-	setDefault(&c.MaxBodyBytes, defaultMaxBodyBytes)
+	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
 }
 
 // minStaleAfter is the least controller.stale_after that survives a leader
 // failover: lease_ttl + 2 × period (the lease running out, then a follower's
 // jittered tick, with a period to spare).
-func minStaleAfter(cc *ControllerConfig) time.Duration {
+func MinStaleAfter(cc *ControllerConfig) time.Duration {
 	return cc.LeaseTTL.D() + 2*cc.Period.D()
 }
 
 // enforces reports whether this instance enforces quotas on traffic (the
 // proxy); a controller-only replica does not, and so must not count itself
 // among the instances that share a quota in the fallback.
-func (c *Config) enforces() bool { return c.Upstream != "" }
+func (c *Config) Enforces() bool { return c.Upstream != "" }
 
 // innerLoop reports whether the proxy runs the inner, concurrency loop.
-func (c *Config) innerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
+func (c *Config) InnerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
 
-// defaultSaturationQuery reads the inner loops' refused fractions.
-const defaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
+// DefaultSaturationQuery reads the inner loops' refused fractions.
+const DefaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
 
 // saturationIsRefused reports whether the saturation signal is the inner
 // loop's refused fraction (its own gauge, or the default query of it), which
 // tells the law how much load to keep.
-func (c *Config) saturationIsRefused() bool {
-	return c.innerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == defaultSaturationQuery)
+func (c *Config) SaturationIsRefused() bool {
+	return c.InnerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == DefaultSaturationQuery)
 }
+
+// DefaultMaxBodyBytes is max_body_bytes when the configuration leaves it 0.
+const DefaultMaxBodyBytes = 10 << 20
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -261,25 +260,14 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// configCmd is `throttled config check FILE` and `throttled config schema`.
-func configCmd(args []string, stdout io.Writer) error {
-	subs := map[string]func([]string, io.Writer) error{"check": configCheck, "schema": configSchemaCmd,
-		"export": configExport, "diff": configDiff, "import": configImport}
-	const use = "usage: throttled config check FILE   validate a configuration: every error and warning\n" +
-		"       throttled config schema       print the JSON Schema (draft 2020-12) of the configuration file\n" +
-		"       throttled config export       the store's tiers, rules and assignments as YAML\n" +
-		"       throttled config diff FILE    the store against FILE (exit 0 same, 1 different, 2 trouble)\n" +
-		"       throttled config import FILE  write FILE into the store over the version read first\n"
-	if len(args) == 0 {
-		return &usageError{"config: missing subcommand (check, schema, export, diff or import)\n" + use}
+// RedactedURL is the Redis URL with its password hidden, for logs.
+func (c *RedisConfig) RedactedURL() string { return Redact(c.URL) }
+
+// Redact hides a password in a URL for logs.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
 	}
-	if wantsHelp(args[:1]) {
-		fmt.Fprint(stdout, use)
-		return flag.ErrHelp
-	}
-	sub, ok := subs[args[0]]
-	if !ok {
-		return unknownCommand("config subcommand", args[0], slices.Sorted(maps.Keys(subs)))
-	}
-	return sub(args[1:], stdout)
+	return u.Redacted()
 }

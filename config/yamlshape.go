@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/throttledhq/throttled/internal/suggest"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/throttledhq/throttled/api"
@@ -147,7 +149,7 @@ func (s *shaper) object(path string, v any, t reflect.Type) (any, bool) {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		ft, known := fields[k]
 		if !known {
-			s.fail(joinPath(path, k), "unknown key"+didYouMean(k, names))
+			s.fail(joinPath(path, k), "unknown key"+suggest.DidYouMean(k, names))
 			continue
 		}
 		if x, ok := s.value(joinPath(path, k), m[k], ft); ok {

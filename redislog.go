@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/wait"
 )
 
@@ -42,7 +43,7 @@ type redisWatch struct {
 	since, reminded time.Time // of the outage; owned by observe's caller
 }
 
-func newRedisWatch(cfg *RedisConfig, log *slog.Logger, ping func(context.Context) error) *redisWatch {
+func newRedisWatch(cfg *config.RedisConfig, log *slog.Logger, ping func(context.Context) error) *redisWatch {
 	w := &redisWatch{log: log, ping: ping, remind: redisRemindEvery, setting: "redis.url"}
 	if len(cfg.ClusterAddrs) > 0 {
 		w.where, w.setting = "redis cluster at "+strings.Join(cfg.ClusterAddrs, ","), "redis.cluster_addrs"
@@ -128,7 +129,7 @@ func (f *foldHandler) WithGroup(name string) slog.Handler {
 
 // redisLogger is the logger of the parts that use Redis: folding while it
 // is down (see redisWatch); the plain logger without Redis.
-func (s *stack) redisLogger() *slog.Logger {
+func (s *Instance) redisLogger() *slog.Logger {
 	if s.redisWatch == nil {
 		return s.log
 	}
@@ -137,7 +138,7 @@ func (s *stack) redisLogger() *slog.Logger {
 
 // watchRedis checks Redis once now (so that an outage at start is one line,
 // before the parts that use Redis complain) and then every second.
-func (s *stack) watchRedis(ctx context.Context) {
+func (s *Instance) watchRedis(ctx context.Context) {
 	s.redisWatch = newRedisWatch(&s.cfg.Redis, s.log, func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() })
 	s.redisLog = s.redisWatch.logger()
 	s.redisWatch.check(ctx)

@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/instrument"
@@ -78,9 +79,6 @@ func (m *upstreamMetrics) wrap(next http.RoundTripper) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// defaultMaxBodyBytes is max_body_bytes when the config leaves it 0.
-const defaultMaxBodyBytes = 10 << 20
 
 // limitBody bounds r's body to limit bytes. A body past it cancels the
 // request's context with the *http.MaxBytesError as the cause, so that the
@@ -161,7 +159,7 @@ var signalBuckets = []float64{.001, .0025, .005, .0075, .01, .015, .02, .025, .0
 // (the quota counts every request sent), so a client above its quota gets
 // 429, not 503, whichever loop sheds. A proxied
 // answer carries our rate-limit headers in place of the upstream's own.
-func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
+func (s *Instance) proxyHandler(upstream *url.URL) http.Handler {
 	transport := s.upstream.wrap(upstreamTransport(s.cfg.UpstreamTimeout.D()))
 	if s.breakers != nil {
 		transport = s.breakers.RoundTripper(transport, func(r *http.Request) string {
@@ -225,10 +223,10 @@ func (s *stack) proxyHandler(upstream *url.URL) http.Handler {
 // proxy the incoming X-Forwarded-For chain is extended (and its
 // X-Forwarded-Host and -Proto kept), from anyone else it is replaced by the
 // peer's address.
-func (s *stack) rewrite(upstream *url.URL) func(*httputil.ProxyRequest) {
+func (s *Instance) rewrite(upstream *url.URL) func(*httputil.ProxyRequest) {
 	var trusted []netip.Prefix
 	for _, p := range s.cfg.Identity.TrustedProxies {
-		if pfx, err := parsePrefix(p); err == nil { // validated with the config
+		if pfx, err := config.ParsePrefix(p); err == nil { // validated with the config
 			trusted = append(trusted, pfx)
 		}
 	}
@@ -301,7 +299,7 @@ const gateRule = "concurrency"
 
 // refuseGate answers 503 with reason shed when the inner loop's limit
 // refused the request (the lowest priority first).
-func (s *stack) refuseGate(w http.ResponseWriter, tier string, err error) {
+func (s *Instance) refuseGate(w http.ResponseWriter, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrShed) {
 		w.WriteHeader(499) // the client went away while waiting
 		return
@@ -311,7 +309,7 @@ func (s *stack) refuseGate(w http.ResponseWriter, tier string, err error) {
 
 // refuseBulkhead answers 503 with reason bulkhead when a tier's bulkhead
 // is full (or the wait for it ended); the rule is the bulkhead's name.
-func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {
+func (s *Instance) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrFull) {
 		w.WriteHeader(499) // the client went away while waiting
 		return
@@ -322,7 +320,7 @@ func (s *stack) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tie
 // refuse503 answers a 503 given after the rules admitted the request,
 // counts it in throttled_decisions_total as reason for tier and rule, and
 // tells the refusal log. Retry-After is after, jittered.
-func (s *stack) refuse503(w http.ResponseWriter, msg, reason, tier, rule string, after time.Duration) {
+func (s *Instance) refuse503(w http.ResponseWriter, msg, reason, tier, rule string, after time.Duration) {
 	secs := wait.Jittered(after, rand.Int64N)
 	s.metrics.Count(tier, rule, reason)
 	s.refusals.Refused(tier, rule, reason, "")
@@ -334,7 +332,7 @@ func (s *stack) refuse503(w http.ResponseWriter, msg, reason, tier, rule string,
 // upstreamError answers a failed upstream call: 413 when the request's
 // body passed max_body_bytes, a fast 503 while the route's breaker is
 // open (the rule is the breaker's name), 502 otherwise.
-func (s *stack) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Instance) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	res := callOf(r.Context()).result()
 	if tooBig := (*http.MaxBytesError)(nil); errors.As(context.Cause(r.Context()), &tooBig) {
 		if res != nil {

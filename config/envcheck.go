@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/throttledhq/throttled/internal/suggest"
+
 	"github.com/throttledhq/throttled/api"
 )
 
-// envPrefix starts every configuration environment variable.
-const envPrefix = "THROTTLED_"
+// EnvPrefix starts every configuration environment variable.
+const EnvPrefix = "THROTTLED_"
 
 // envNotConfig are THROTTLED_* variables that are not configuration: the
 // admin tokens (api.EnvTokenPrefix) and the knobs of the long tests.
@@ -46,13 +48,13 @@ func envFields(t reflect.Type, name, path string, index []int, out map[string]en
 // name, and returns where each field it set came from: the variable, or
 // the flag that flags (variable → flag) says supplied it. A later entry of
 // environ overrides an earlier one.
-func applyEnv(c *Config, environ []string, flags map[string]string) (map[string]string, report) {
+func applyEnv(c *Config, environ []string, flags map[string]string) (map[string]string, Report) {
 	fields := map[string]envField{}
-	envFields(reflect.TypeOf(*c), strings.TrimSuffix(envPrefix, "_"), "", nil, fields)
+	envFields(reflect.TypeOf(*c), strings.TrimSuffix(EnvPrefix, "_"), "", nil, fields)
 	vars, order := map[string]string{}, []string{}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, envPrefix) || notConfig(k) {
+		if !ok || !strings.HasPrefix(k, EnvPrefix) || notConfig(k) {
 			continue
 		}
 		if _, seen := vars[k]; !seen {
@@ -61,7 +63,7 @@ func applyEnv(c *Config, environ []string, flags map[string]string) (map[string]
 		vars[k] = v
 	}
 	origins := map[string]string{}
-	var r report
+	var r Report
 	for _, k := range order {
 		origin := k
 		if fl, ok := flags[k]; ok {
@@ -69,12 +71,12 @@ func applyEnv(c *Config, environ []string, flags map[string]string) (map[string]
 		}
 		f, ok := fields[k]
 		if !ok {
-			r = append(r, finding{origin: k, msg: "unknown variable" + didYouMean(k, slices.Sorted(maps.Keys(fields)))})
+			r = append(r, Finding{origin: k, msg: "unknown variable" + suggest.DidYouMean(k, slices.Sorted(maps.Keys(fields)))})
 			continue
 		}
 		origins[f.path] = origin
 		if err := setFromEnv(reflect.ValueOf(c).Elem().FieldByIndex(f.index), vars[k]); err != nil {
-			r = append(r, finding{origin: origin, path: f.path, msg: fmt.Sprintf("%q: %v", vars[k], err)})
+			r = append(r, Finding{origin: origin, path: f.path, msg: fmt.Sprintf("%q: %v", vars[k], err)})
 		}
 	}
 	return origins, r

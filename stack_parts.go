@@ -1,11 +1,10 @@
-package main
+package throttled
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -21,7 +21,7 @@ import (
 	"github.com/throttledhq/throttled/signals"
 )
 
-func (s *stack) buildAdmin(ctx context.Context) error {
+func (s *Instance) buildAdmin(ctx context.Context) error {
 	tokens, err := api.TokensFromEnv(os.Environ())
 	if err != nil {
 		return err
@@ -49,17 +49,17 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 	if err := s.reg.Register(resets); err != nil {
 		return err
 	}
-	as := api.Settings{Store: st, Tokens: tokens, Validate: validatePolicy,
-		Initial: s.cfg.apiConfig(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
+	as := api.Settings{Store: st, Tokens: tokens, Validate: config.ValidatePolicy,
+		Initial: s.cfg.Policy(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
 		Registerer: s.reg, Logger: s.redisLogger(), OnReset: func(error) { resets.Inc() }}
-	if s.cfg.source() == sourceFile {
-		as.ReadOnly = fileOwns
+	if s.cfg.Source() == config.SourceFile {
+		as.ReadOnly = config.FileOwns
 	}
 	if err := s.startAdmin(ctx, as); err != nil {
 		return err
 	}
 	s.startReconcile(ctx, st)
-	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: validatePolicy, OnChange: s.apply,
+	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: config.ValidatePolicy, OnChange: s.apply,
 		OnError: func(err error) {
 			if errors.Is(err, api.ErrStoreReset) {
 				resets.Inc()
@@ -79,7 +79,7 @@ func (s *stack) buildAdmin(ctx context.Context) error {
 // the instance still starts, enforcing the file's configuration: the admin
 // API answers 503 and is retried until the store is back, and the watcher
 // then delivers the stored configuration. A configuration error is fatal.
-func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
+func (s *Instance) startAdmin(ctx context.Context, as api.Settings) error {
 	srv, err := api.New(ctx, as)
 	switch {
 	case err == nil:
@@ -103,8 +103,8 @@ func (s *stack) startAdmin(ctx context.Context, as api.Settings) error {
 }
 
 // apply puts a new admin configuration in force on this instance.
-func (s *stack) apply(snap api.Snapshot) {
-	p, err := policyOf(snap.Config)
+func (s *Instance) apply(snap api.Snapshot) {
+	p, err := config.PolicyOf(snap.Config)
 	if err == nil {
 		err = s.enforcer.SetPolicy(p)
 	}
@@ -132,7 +132,7 @@ func (s *stack) apply(snap api.Snapshot) {
 	sort.Strings(names)
 	s.tierList.Store(&names)
 	if s.loop != nil {
-		law, err := controller.NewLaw(controllerSettings(s.cfg, snap.Config.Tiers))
+		law, err := controller.NewLaw(config.ControllerSettings(s.cfg, snap.Config.Tiers))
 		if err == nil {
 			err = s.loop.SetLaw(law)
 		}
@@ -144,14 +144,14 @@ func (s *stack) apply(snap api.Snapshot) {
 	s.log.Info("config applied", "version", snap.Version, "tiers", len(names), "rules", len(p.Rules))
 }
 
-func (s *stack) tierNames() []string {
+func (s *Instance) tierNames() []string {
 	if l := s.tierList.Load(); l != nil {
 		return *l
 	}
-	return sortedTiers(s.cfg.Tiers)
+	return slices.Sorted(maps.Keys(s.cfg.Tiers))
 }
 
-func (s *stack) buildController(ctx context.Context) error {
+func (s *Instance) buildController(ctx context.Context) error {
 	cc := &s.cfg.Controller
 	if cc.Disabled {
 		return nil
@@ -164,7 +164,7 @@ func (s *stack) buildController(ctx context.Context) error {
 	if cc.SaturationTarget > 0 {
 		targets[signals.Saturation] = cc.SaturationTarget
 	}
-	law, err := controller.NewLaw(controllerSettings(s.cfg, s.cfg.Tiers))
+	law, err := controller.NewLaw(config.ControllerSettings(s.cfg, s.cfg.Tiers))
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *stack) buildController(ctx context.Context) error {
 		pub, lease = mp, l
 	}
 	var refused []signals.Kind
-	if s.cfg.saturationIsRefused() {
+	if s.cfg.SaturationIsRefused() {
 		refused = append(refused, signals.Saturation)
 	}
 	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets, refused...), pub, lease, s.reg, controller.WithLogger(s.redisLogger()))
@@ -206,20 +206,20 @@ const (
 	upstreamRequests = "throttled_upstream_requests_total"
 )
 
-func (s *stack) signalSource() (signals.Source, error) {
+func (s *Instance) signalSource() (signals.Source, error) {
 	p := &s.cfg.Prometheus
 	if p.URL != "" {
 		src, err := signals.NewPrometheus(signals.PrometheusSettings{URL: p.URL, Selector: p.Selector,
 			LatencyQuery: p.LatencyQuery, ErrorRatioQuery: p.ErrorRatioQuery, SaturationQuery: p.SaturationQuery,
 			AdmittedQuery: p.AdmittedQuery, Timeout: p.Timeout.D()}, s.reg)
 		if err == nil {
-			s.log.Info("signals: prometheus", "url", redactURL(p.URL), "queries", src.Queries())
+			s.log.Info("signals: prometheus", "url", config.Redact(p.URL), "queries", src.Queries())
 		}
 		return src, err
 	}
 	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", admittedLatency)
 	in := signals.InProcessSettings{LatencyHistogram: admittedLatency, RequestsCounter: upstreamRequests}
-	if s.cfg.innerLoop() {
+	if s.cfg.InnerLoop() {
 		in.SaturationGauge = controller.SaturationMetric
 	}
 	g, err := s.admittedGatherer()
@@ -232,9 +232,9 @@ func (s *stack) signalSource() (signals.Source, error) {
 // admittedGatherer is what the in-process signals gather: the registry,
 // and with Redis the fleet's admitted requests in place of this instance's
 // (see fleetGatherer), which every instance publishes ten times a period.
-func (s *stack) admittedGatherer() (prometheus.Gatherer, error) {
+func (s *Instance) admittedGatherer() (prometheus.Gatherer, error) {
 	if s.rdb == nil {
-		return s.reg, nil
+		return s.gather, nil
 	}
 	period := s.cfg.Controller.Period.D()
 	t, err := coord.NewTally(s.rdb, coord.TallySettings{Prefix: s.cfg.Redis.Prefix, Window: max(coord.DefaultTallyWindow, 4*period)})
@@ -244,12 +244,12 @@ func (s *stack) admittedGatherer() (prometheus.Gatherer, error) {
 	// Ten publishes a period: the leader's reads, one a period, see counts
 	// at most a tenth of a period old, so a rate's window errs by 10 % at most.
 	every := max(period/10, 50*time.Millisecond)
-	s.runners = append(s.runners, func(ctx context.Context) error { return publishAdmitted(ctx, s.reg, t, every) })
+	s.runners = append(s.runners, func(ctx context.Context) error { return publishAdmitted(ctx, s.gather, t, every) })
 	s.log.Info("signals: admitted rates of every instance on the redis", "tally", t.Key())
-	return fleetGatherer{local: s.reg, tally: t, timeout: period / 2}, nil
+	return fleetGatherer{local: s.gather, tally: t, timeout: period / 2}, nil
 }
 
-func (s *stack) buildProxyParts(ctx context.Context) error {
+func (s *Instance) buildProxyParts(ctx context.Context) error {
 	var err error
 	if s.upstream, err = newUpstreamMetrics(s.reg); err != nil {
 		return err
@@ -278,12 +278,12 @@ func (s *stack) buildProxyParts(ctx context.Context) error {
 
 // buildInnerLoop makes the priority gate in front of the upstream and the
 // fast loop that moves its limit (proxy mode, unless concurrency.disabled).
-func (s *stack) buildInnerLoop(bm *bulkhead.Metrics) error {
+func (s *Instance) buildInnerLoop(bm *bulkhead.Metrics) error {
 	cc := &s.cfg.Concurrency
-	if !s.cfg.innerLoop() {
+	if !s.cfg.InnerLoop() {
 		return nil
 	}
-	gs, err := gradientSettings(cc)
+	gs, err := config.GradientSettings(cc)
 	if err != nil {
 		return fmt.Errorf("concurrency: %w", err)
 	}
@@ -305,7 +305,7 @@ func (s *stack) buildInnerLoop(bm *bulkhead.Metrics) error {
 }
 
 // bulkheadsOf makes one bulkhead per configured name; nil when none.
-func bulkheadsOf(prefix string, conf map[string]Bulkhead, m *bulkhead.Metrics) (map[string]*bulkhead.Bulkhead, error) {
+func bulkheadsOf(prefix string, conf map[string]config.Bulkhead, m *bulkhead.Metrics) (map[string]*bulkhead.Bulkhead, error) {
 	if len(conf) == 0 {
 		return nil, nil
 	}
@@ -318,13 +318,4 @@ func bulkheadsOf(prefix string, conf map[string]Bulkhead, m *bulkhead.Metrics) (
 		out[name] = bh
 	}
 	return out, nil
-}
-
-// redactURL hides a password in a URL for logs.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
 }

@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func (w *memoryPolicyWatch) observe(mp redisstore.MemoryPolicy, err error) {
 
 // watchMemoryPolicy registers throttled_redis_memory_policy_risk, reads the
 // policy once now and then every memoryPolicyEvery (s.memPolicy.every).
-func (s *stack) watchMemoryPolicy(ctx context.Context) error {
+func (s *Instance) watchMemoryPolicy(ctx context.Context) error {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "throttled_redis_memory_policy_risk",
 		Help: "1 when Redis's maxmemory-policy (label) could evict live buckets or turn writes into errors, " +
 			"else 0; as last read (every minute)."}, []string{"policy"})

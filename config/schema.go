@@ -1,8 +1,6 @@
-package main
+package config
 
 import (
-	"encoding/json"
-	"io"
 	"math"
 	"reflect"
 
@@ -21,22 +19,11 @@ var (
 // configSchema is the JSON Schema of the configuration file, generated from
 // Config by its YAML tags, with the limits validation applies
 // (configLimits, api.TierBounds, api.RuleBounds).
-func configSchema() map[string]any {
+func Schema() map[string]any {
 	s := schemaOf(reflectConfig, "")
 	s["$schema"] = schemaDraft
 	s["title"] = "throttled configuration (throttled serve --config FILE)"
 	return s
-}
-
-// configSchemaCmd is `throttled config schema`.
-func configSchemaCmd(args []string, stdout io.Writer) error {
-	fs := newFlagSet("config schema", "", "print the JSON Schema (draft 2020-12) of the configuration file")
-	if err := parseFlags(fs, args, stdout, 0); err != nil {
-		return err
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(configSchema())
 }
 
 // schemaOf is the schema of a value of type t at the YAML path pattern

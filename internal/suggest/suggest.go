@@ -1,14 +1,15 @@
-package main
+// Package suggest finds the likely intended word for a typo (did you mean …).
+package suggest
 
 import (
 	"sort"
 	"strings"
 )
 
-// nearest returns the candidate closest to word (case-insensitive edit
+// Nearest returns the candidate closest to word (case-insensitive edit
 // distance with transpositions), or "" when none is close enough to be a
 // likely typo.
-func nearest(word string, candidates []string) string {
+func Nearest(word string, candidates []string) string {
 	w := strings.ToLower(word)
 	limit := max(2, len(w)/3)
 	best, bestD := "", limit+1
@@ -31,9 +32,9 @@ func nearest(word string, candidates []string) string {
 	return best
 }
 
-// didYouMean is "; did you mean "X"?" for the nearest candidate, or "".
-func didYouMean(word string, candidates []string) string {
-	if n := nearest(word, candidates); n != "" {
+// DidYouMean is "; did you mean "X"?" for the nearest candidate, or "".
+func DidYouMean(word string, candidates []string) string {
+	if n := Nearest(word, candidates); n != "" {
 		return "; did you mean \"" + n + "\"?"
 	}
 	return ""

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// finding is one problem of a configuration, an error or a warning, at a
+// Finding is one problem of a configuration, an error or a warning, at a
 // YAML path ("tiers.free.rate"). It is on a line of the file, or came from
 // a flag or an environment variable (origin), or from neither (a default).
-type finding struct {
+type Finding struct {
 	line   int    // 0: not from the file
 	origin string // "--listen", "THROTTLED_LISTEN"; "" for the file
 	path   string
@@ -17,7 +17,7 @@ type finding struct {
 	warn   bool
 }
 
-func (f finding) String() string {
+func (f Finding) String() string {
 	var b strings.Builder
 	if f.warn {
 		b.WriteString("warning: ")
@@ -35,13 +35,13 @@ func (f finding) String() string {
 	return b.String()
 }
 
-// report is every finding of a configuration, errors and warnings. As an
+// Report is every Finding of a configuration, errors and warnings. As an
 // error it lists them one a line.
-type report []finding
+type Report []Finding
 
 // sort orders r by line (findings in the file first), then by origin and
 // path, keeping the order of equal ones.
-func (r report) sort() {
+func (r Report) sort() {
 	sort.SliceStable(r, func(i, j int) bool {
 		a, b := r[i], r[j]
 		if (a.line == 0) != (b.line == 0) {
@@ -58,7 +58,7 @@ func (r report) sort() {
 }
 
 // errors counts the findings that are errors.
-func (r report) errors() int {
+func (r Report) Errors() int {
 	n := 0
 	for _, f := range r {
 		if !f.warn {
@@ -69,8 +69,8 @@ func (r report) errors() int {
 }
 
 // warnings returns the findings that are warnings.
-func (r report) warnings() report {
-	var out report
+func (r Report) Warnings() Report {
+	var out Report
 	for _, f := range r {
 		if f.warn {
 			out = append(out, f)
@@ -79,7 +79,7 @@ func (r report) warnings() report {
 	return out
 }
 
-func (r report) Error() string {
+func (r Report) Error() string {
 	lines := make([]string, len(r))
 	for i, f := range r {
 		lines[i] = f.String()
@@ -88,8 +88,8 @@ func (r report) Error() string {
 }
 
 // summary is "2 errors, 1 warning".
-func (r report) summary() string {
-	return plural(r.errors(), "error") + ", " + plural(len(r)-r.errors(), "warning")
+func (r Report) Summary() string {
+	return plural(r.Errors(), "error") + ", " + plural(len(r)-r.Errors(), "warning")
 }
 
 func plural(n int, word string) string {

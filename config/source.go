@@ -1,0 +1,54 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/internal/enum"
+)
+
+// SourceConfig says which copy of the tiers, rules, default and anonymous
+// tier and key assignments is authoritative (config.source).
+type SourceConfig struct {
+	// Source is "store" (the default): the file seeds an empty store, the
+	// admin API edits the store from then on and later edits of the file
+	// are not applied (serve warns once when they differ). "file": the
+	// file is authoritative: serve makes the store equal to it at start,
+	// and the admin API refuses writes to tiers, rules and assignments
+	// (pins stay writable).
+	Source string `yaml:"source"`
+}
+
+// Source is config.source.
+type Source uint8
+
+const (
+	SourceStore Source = iota // the store is authoritative
+	SourceFile                // the file is
+)
+
+var sourceNames = enum.New[Source]("config", "config.source", "store", "file")
+
+func (s Source) String() string { return sourceNames.String(s) }
+
+// source is the configured config.source (validated: store when bad).
+func (c *Config) Source() Source {
+	s, _ := sourceNames.Parse(c.ConfigSource.Source)
+	return s
+}
+
+func (c *Config) validateSource() []fieldErr {
+	if _, err := sourceNames.Parse(c.ConfigSource.Source); err != nil {
+		return []fieldErr{{"config.source", err.Error()}}
+	}
+	return nil
+}
+
+// FileOwns is the admin API's ReadOnly predicate in config.source: file.
+func FileOwns(kind string) error {
+	if kind == api.KindPins {
+		return nil
+	}
+	return fmt.Errorf("%s are read-only here: with config.source: file the configuration file is authoritative "+
+		"for tiers, rules and key assignments; change the file and restart (multiplier pins stay writable)", kind)
+}
