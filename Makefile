@@ -31,7 +31,7 @@ bench: deps
 
 # The long versions of the reliability tests: a 60 s Redis outage.
 reliability: deps
-	THROTTLED_TEST_OUTAGE=60s $(GO) test -race -count=1 -v -run 'TestRecoveryAfterRedisOutage' ./cmd/throttled
+	THROTTLED_TEST_OUTAGE=60s $(GO) test -race -count=1 -v -run 'TestRecoveryAfterRedisOutage' .
 
 # The soak at full length (30 s in `make test`).
 soak: deps

@@ -41,12 +41,17 @@ type Options struct {
 // not a prometheus.Gatherer and Options.Gatherer is empty.
 var ErrNoGatherer = errors.New("throttled: Options.Registerer is not a prometheus.Gatherer: set Options.Gatherer")
 
-// New builds a whole throttled from cfg (see config.Load): it connects
+// New builds a whole throttled from cfg (see config.Load; a Config built
+// in code gets its defaults filled and is validated here): it connects
 // the store, compiles the policy, and makes the admin API, the controller
 // and the inner loop. Nothing runs until Run. ctx bounds the building only.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Instance, error) {
 	if cfg == nil {
 		return nil, errors.New("throttled: New: nil config")
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("throttled: config: %w", err)
 	}
 	s := &Instance{cfg: cfg, log: o.Logger, reg: o.Registerer, gather: o.Gatherer, rdb: o.Redis, tiers: &tierTable{}}
 	if s.log == nil {

@@ -181,3 +181,22 @@ func plainYAML(err error) string {
 	}
 	return goTypeRE.ReplaceAllString(msg, "want a value of another type, got a $1")
 }
+
+// SetDefaults fills every field left zero with its default, as Load does.
+// Calling it again changes nothing.
+func (c *Config) SetDefaults() { c.defaults() }
+
+// Validate reports every problem of c, a Config built in code or changed
+// after Load, as a Report (nil when there is none). Call SetDefaults
+// first: a zero field where a default is due is a problem.
+func (c *Config) Validate() error {
+	var r Report
+	for _, e := range c.validate() {
+		r = append(r, Finding{path: e.path, msg: e.msg})
+	}
+	if len(r) == 0 {
+		return nil
+	}
+	r.sort()
+	return r
+}

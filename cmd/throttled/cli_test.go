@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // TestCLIHelp: --help and -h on any command print its usage to stdout and
@@ -72,7 +74,7 @@ func TestCLIUnknownCommandSuggests(t *testing.T) {
 // TestCLIExtraArguments: positional arguments a command does not take are
 // errors that name them.
 func TestCLIExtraArguments(t *testing.T) {
-	path := writeConfig(t, readmeConfig)
+	path := testenv.WriteFile(t, testenv.ReadmeConfig)
 	for _, tc := range []struct {
 		args []string
 		want string

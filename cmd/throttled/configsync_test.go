@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
@@ -69,7 +66,7 @@ func writeFile(t *testing.T, name, content string) string {
 func storedConfig(t *testing.T, url string) api.Snapshot {
 	t.Helper()
 	cfg := &config.Config{Redis: config.RedisConfig{URL: url}}
-	cfg.defaults()
+	cfg.SetDefaults()
 	s, err := openStore(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -200,120 +197,4 @@ func TestConfigImportIfVersion(t *testing.T) {
 	if snap := storedConfig(t, url); code != 0 || snap.Version != 3 || snap.Config.Tiers["free"].Rate != 10 {
 		t.Fatalf("forced import: exit %d, version %d\n%s%s", code, snap.Version, out, errs)
 	}
-}
-
-// storeWith stores cfg's tiers, rules and assignments in the Redis at url,
-// as version 1 written by another instance.
-func storeWith(t *testing.T, url string, c *config.Config) {
-	t.Helper()
-	s, err := openStore(&config.Config{Redis: config.RedisConfig{URL: url, Prefix: c.Redis.Prefix, Timeout: c.Redis.Timeout}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	if _, _, err := api.Replace(context.Background(), s.st, c.Policy(), api.ReplaceSettings{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// buildLogged builds the stack of cfg (without serving) and returns its
-// log.
-func buildLogged(t *testing.T, cfg *config.Config) (*stack, *syncBuffer) {
-	t.Helper()
-	var logs syncBuffer
-	s, err := buildStack(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.close)
-	return s, &logs
-}
-
-// With config.source: file serve makes the store equal to the file at
-// start, and the admin API refuses writes to what the file owns with 409
-// naming config.source: file, while reads and pins work.
-func TestServeConfigSourceFile(t *testing.T) {
-	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
-	storeWith(t, rd.URL(), old)
-	cfg := testConfig(t, "", rd.URL())
-	cfg.ConfigSource.Source = "file"
-	s, _ := buildLogged(t, cfg)
-	snap := storedConfig(t, rd.URL())
-	if snap.Version != 2 || snap.UpdatedBy != "config.source: file" || snap.Config.Tiers["free"].Rate != 5 {
-		t.Fatalf("store after start: version %d by %q, free %+v; want the file's rate 5 as version 2",
-			snap.Version, snap.UpdatedBy, snap.Config.Tiers["free"])
-	}
-	hs := httptest.NewServer(s.admin.Load())
-	t.Cleanup(hs.Close)
-	auth := []string{"Authorization", "Bearer " + testToken, "If-Match", "*"}
-	resp, body := call(t, "GET", hs.URL+"/v1/tiers/free", "", auth...)
-	if resp.StatusCode != 200 || !strings.Contains(body, `"rate":5`) {
-		t.Fatalf("GET free: %d %s", resp.StatusCode, body)
-	}
-	resp, body = call(t, "PUT", hs.URL+"/v1/tiers/free", `{"rate":1,"period":"1s","priority":1}`, auth...)
-	if resp.StatusCode != 409 || !strings.Contains(body, "config.source: file") {
-		t.Fatalf("PUT free: %d %s, want 409 naming config.source: file", resp.StatusCode, body)
-	}
-	resp, body = call(t, "PUT", hs.URL+"/v1/keys/k9", `{"tier":"premium"}`, auth...)
-	if resp.StatusCode != 409 {
-		t.Fatalf("PUT key: %d %s, want 409", resp.StatusCode, body)
-	}
-	resp, body = call(t, "PUT", hs.URL+"/v1/multipliers/free/pin", `{"multiplier":0.5,"ttl":"1m"}`, auth[:2]...)
-	if resp.StatusCode != 201 {
-		t.Fatalf("pin: %d %s, want 201", resp.StatusCode, body)
-	}
-}
-
-// In store mode serve warns once when the file and the store differ,
-// naming `throttled config diff`, and not when they agree.
-func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
-	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
-	storeWith(t, rd.URL(), old)
-	_, logs := buildLogged(t, testConfig(t, "", rd.URL()))
-	if n := strings.Count(logs.String(), "throttled config diff"); n != 1 {
-		t.Fatalf("%d warnings naming throttled config diff, want 1:\n%s", n, logs.String())
-	}
-	if storedConfig(t, rd.URL()).Config.Tiers["free"].Rate != 10 {
-		t.Fatal("store mode changed the store")
-	}
-	_, logs = buildLogged(t, old)
-	if strings.Contains(logs.String(), "throttled config diff") {
-		t.Fatalf("warned although file and store agree:\n%s", logs.String())
-	}
-}
-
-func TestConfigSourceValidated(t *testing.T) {
-	src := strings.Replace(readmeConfig, "redis:\n", "config:\n  source: files\nredis:\n", 1)
-	if _, err := config.Parse([]byte(src), nil); err == nil || !strings.Contains(err.Error(), "config.source") ||
-		!strings.Contains(err.Error(), "store or file") {
-		t.Fatalf("config.source: files: %v, want an error naming config.source and the values", err)
-	}
-	c, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_CONFIG_SOURCE=file"})
-	if err != nil || c.Source() != config.SourceFile {
-		t.Fatalf("THROTTLED_CONFIG_SOURCE=file: %v, %v", c, err)
-	}
-	if c, _ := config.Parse([]byte(readmeConfig), nil); c.Source() != config.SourceStore {
-		t.Fatalf("default source %v, want store", c.Source())
-	}
-}
-
-// With config.source: file and the store not answering at start, serve
-// starts, and makes the store equal to the file once it answers.
-func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
-	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
-	storeWith(t, rd.URL(), old)
-	cfg := testConfig(t, upstreamServer(t).URL, rd.URL())
-	cfg.ConfigSource.Source = "file"
-	rd.Pause()
-	startServe(t, cfg)
-	rd.Resume()
-	waitFor(t, 20*time.Second, "the store to hold the file's tiers", func() bool {
-		return storedConfig(t, rd.URL()).Config.Tiers["free"].Rate == 5
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // k8sObject is what the test reads of a Kubernetes object in
@@ -202,21 +203,21 @@ func TestK8sExample(t *testing.T) {
 // and the ServiceMonitor GET: each answers 200.
 func TestK8sExampleServes(t *testing.T) {
 	e := loadK8sExample(t)
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	cfg, err := config.Parse([]byte(e.configSource), []string{"THROTTLED_LISTEN=127.0.0.1:0",
 		"THROTTLED_ADMIN_LISTEN=127.0.0.1:0", "THROTTLED_UPSTREAM=" + up.URL, "THROTTLED_REDIS_URL=",
 		"THROTTLED_PROMETHEUS_URL="})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Admin.Tokens = map[string]string{"write": testToken} // the Secret's THROTTLED_ADMIN_TOKEN_OPS
+	cfg.Admin.Tokens = map[string]string{"write": testenv.WriteToken} // the Secret's THROTTLED_ADMIN_TOKEN_OPS
 	admin := "http://" + startServe(t, cfg)["admin"]
 	paths := []string{e.throttled.ReadinessProbe.HTTPGet.Path, e.throttled.LivenessProbe.HTTPGet.Path}
 	for _, ep := range e.monitor.Spec.Endpoints {
 		paths = append(paths, ep.Path)
 	}
 	for _, p := range paths {
-		if resp, body := call(t, "GET", admin+p, ""); resp.StatusCode != 200 {
+		if resp, body := testenv.Call(t, "GET", admin+p, ""); resp.StatusCode != 200 {
 			t.Errorf("GET %s: %d %s, want 200", p, resp.StatusCode, body)
 		}
 	}

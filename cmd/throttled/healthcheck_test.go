@@ -7,13 +7,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // TestHealthcheckServe: `throttled healthcheck` exits 0 against a running
 // serve's /readyz and /healthz, and 1 against a probe that answers 503, a
 // port where nothing listens and a path that is not a probe.
 func TestHealthcheckServe(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	admin := "http://" + startServe(t, testConfig(t, up.URL, ""))["admin"]
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -17,14 +17,17 @@ import (
 	"os"
 	"slices"
 
+	"github.com/throttledhq/throttled"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; the
+// library reports it as throttled.Version (build info, start log).
 var version = "dev"
 
 func main() {
+	throttled.Version = version
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

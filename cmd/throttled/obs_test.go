@@ -20,7 +20,7 @@ import (
 // answers 200 and is counted as shadow_over_quota, never as over_quota, so
 // the 429 panels and ThrottledRefusalSpike see no refusal.
 func TestServeShadowRuleRefusesNothingInMetrics(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	cfg := testConfig(t, up.URL, "")
 	more, err := config.Parse([]byte(`tiers: {free: {rate: 100, period: 1m}}
 rules:
@@ -37,17 +37,17 @@ rules:
 	cfg.Rules = more.Rules
 	addrs := startServe(t, cfg)
 	for i := range 8 {
-		if resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k"); resp.StatusCode != 200 {
+		if resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k"); resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d, want 200 (shadow)", i, resp.StatusCode)
 		}
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 	for series, want := range map[string]float64{
 		`throttled_decisions_total{decision="allowed",rule="trial",tier="free"}`:           4,
 		`throttled_decisions_total{decision="shadow_over_quota",rule="trial",tier="free"}`: 4,
 		`throttled_decisions_total{decision="over_quota",rule="trial",tier="free"}`:        0,
 	} {
-		if got := metricValue(t, metrics, series); got != want {
+		if got := testenv.MetricValue(t, metrics, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
@@ -58,11 +58,11 @@ rules:
 // multiplier it enforces per tier with its source: a pin shows as
 // source="pin" at its value, not the controller's 1.
 func TestServeExportsWhatItEnforces(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, ""))
 	admin := "http://" + addrs["admin"]
-	resp, body := call(t, "PUT", admin+"/v1/multipliers/free/pin", `{"multiplier":0.3,"ttl":"10m"}`,
-		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	resp, body := testenv.Call(t, "PUT", admin+"/v1/multipliers/free/pin", `{"multiplier":0.3,"ttl":"10m"}`,
+		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("pin: %d %s", resp.StatusCode, body)
 	}
@@ -70,7 +70,7 @@ func TestServeExportsWhatItEnforces(t *testing.T) {
 	stepped := `throttled_effective_multiplier{source="controller",tier="premium"} 1`
 	var metrics string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if _, metrics = call(t, "GET", admin+"/metrics", ""); strings.Contains(metrics, pinned) && strings.Contains(metrics, stepped) {
+		if _, metrics = testenv.Call(t, "GET", admin+"/metrics", ""); strings.Contains(metrics, pinned) && strings.Contains(metrics, stepped) {
 			break
 		}
 	}
@@ -80,7 +80,7 @@ func TestServeExportsWhatItEnforces(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if v := metricValue(t, metrics, "throttled_config_version"); v < 1 {
+	if v := testenv.MetricValue(t, metrics, "throttled_config_version"); v < 1 {
 		t.Errorf("throttled_config_version = %v, want the pin's write (≥ 1)", v)
 	}
 }
@@ -89,13 +89,13 @@ func TestServeExportsWhatItEnforces(t *testing.T) {
 // with the controller, the inner loop, refusals and a pin passes
 // `promtool check metrics` (names, units, types, help).
 func TestServeMetricsPassPromtool(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	cfg := testConfig(t, up.URL, "")
 	addrs := startServe(t, cfg)
 	for range 7 {
-		call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k")
+		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k")
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 	cmd := exec.Command(testenv.Binary(t, "promtool"), "check", "metrics")
 	cmd.Stdin = strings.NewReader(metrics)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -145,7 +145,7 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 	}))
 	defer up.Close()
 	addrs := startServe(t, testConfig(t, up.URL, ""))
-	if resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k"); resp.StatusCode != 200 {
+	if resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k"); resp.StatusCode != 200 {
 		t.Fatalf("proxied request: %d", resp.StatusCode)
 	}
 	if tp := <-traceparent; !strings.HasPrefix(tp, "00-") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // rateLimitHeaders are the headers a refusal after the rules must not carry.
@@ -66,7 +67,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			})
 			<-entered
 			for i := range 3 {
-				resp, body := call(t, "GET", proxy+"/hold", "", "X-API-Key", "k")
+				resp, body := testenv.Call(t, "GET", proxy+"/hold", "", "X-API-Key", "k")
 				if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"`+tc.reason+`"`) ||
 					!strings.Contains(body, `"tier":"free","rule":"`+tc.rule+`"`) {
 					t.Fatalf("refusal %d: %d %s, want 503 %s for tier free by rule %s", i, resp.StatusCode, body, tc.reason, tc.rule)
@@ -77,16 +78,16 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 					}
 				}
 			}
-			_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+			_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 			series := `throttled_decisions_total{decision="` + tc.reason + `",rule="` + tc.rule + `",tier="free"}`
-			if got := metricValue(t, metrics, series); got != 3 {
+			if got := testenv.MetricValue(t, metrics, series); got != 3 {
 				t.Errorf("%s = %v, want 3", series, got)
 			}
 			free()
 			held.Wait()
 			passed := 0
 			for i := 0; i < 10; i++ {
-				resp, _ := call(t, "GET", proxy+"/other", "", "X-API-Key", "k")
+				resp, _ := testenv.Call(t, "GET", proxy+"/other", "", "X-API-Key", "k")
 				if resp.StatusCode != 200 {
 					break
 				}
@@ -123,7 +124,7 @@ func TestUpstreamTimeout(t *testing.T) {
 	if resp.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("hung upstream: %d, want 504", resp.StatusCode)
 	}
-	if resp, _ := call(t, "GET", proxy+"/ok", ""); resp.StatusCode != 200 {
+	if resp, _ := testenv.Call(t, "GET", proxy+"/ok", ""); resp.StatusCode != 200 {
 		t.Fatalf("after the timeout: %d, want 200 (the only permit was released)", resp.StatusCode)
 	}
 }
@@ -146,7 +147,7 @@ func TestForwardedForChain(t *testing.T) {
 		cfg := proxyConfig(t, up.URL, "")
 		cfg.Identity.TrustedProxies = tc.trusted
 		proxy := "http://" + startServe(t, cfg)["proxy"]
-		if resp, _ := call(t, "GET", proxy+"/", "", "X-Forwarded-For", "203.0.113.7"); resp.StatusCode != 200 {
+		if resp, _ := testenv.Call(t, "GET", proxy+"/", "", "X-Forwarded-For", "203.0.113.7"); resp.StatusCode != 200 {
 			t.Fatalf("%d", resp.StatusCode)
 		}
 		if got := <-seen; got != tc.want {
@@ -166,7 +167,7 @@ func TestUpstreamRateLimitHeadersReplaced(t *testing.T) {
 	}))
 	defer up.Close()
 	proxy := "http://" + startServe(t, testConfig(t, up.URL, ""))["proxy"]
-	resp, _ := call(t, "GET", proxy+"/", "", "X-API-Key", "k")
+	resp, _ := testenv.Call(t, "GET", proxy+"/", "", "X-API-Key", "k")
 	if resp.StatusCode != 200 || resp.Header.Get("X-Upstream") != "kept" {
 		t.Fatalf("%d, X-Upstream %q", resp.StatusCode, resp.Header.Get("X-Upstream"))
 	}
@@ -234,7 +235,7 @@ func TestProxyBodyLimit(t *testing.T) {
 				t.Errorf("limit %d, %d bytes (chunked %v): %d %.200s, want %d", tc.limit, c.size, c.chunked, resp.StatusCode, got, c.want)
 			}
 		}
-		if resp, body := call(t, "POST", proxy+"/upload", "small"); resp.StatusCode != 200 {
+		if resp, body := testenv.Call(t, "POST", proxy+"/upload", "small"); resp.StatusCode != 200 {
 			t.Errorf("limit %d: a small body after the oversized ones: %d %s, want 200 (breaker closed)", tc.limit, resp.StatusCode, body)
 		}
 	}
@@ -284,7 +285,7 @@ func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
 	codes := make([]int, 2)
 	send := func(i int, path string) {
 		defer wg.Done()
-		resp, _ := call(t, "GET", proxy+path, "", "X-API-Key", "k")
+		resp, _ := testenv.Call(t, "GET", proxy+path, "", "X-API-Key", "k")
 		codes[i] = resp.StatusCode
 	}
 	wg.Add(2)
@@ -298,14 +299,14 @@ func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
 	if codes[0] != 200 || codes[1] != 200 {
 		t.Fatalf("status codes %v, want both 200", codes)
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 	for _, name := range []string{"throttled_admitted_request_duration_seconds", "throttled_upstream_request_duration_seconds"} {
-		if n := metricValue(t, metrics, name+"_count"); n != 2 {
+		if n := testenv.MetricValue(t, metrics, name+"_count"); n != 2 {
 			t.Fatalf("%s_count = %v, want 2", name, n)
 		}
 	}
-	wait := metricValue(t, metrics, "throttled_admitted_request_duration_seconds_sum") -
-		metricValue(t, metrics, "throttled_upstream_request_duration_seconds_sum")
+	wait := testenv.MetricValue(t, metrics, "throttled_admitted_request_duration_seconds_sum") -
+		testenv.MetricValue(t, metrics, "throttled_upstream_request_duration_seconds_sum")
 	// The second request reached the gate within a few ms of being sent;
 	// half of the hold leaves room for a slow machine.
 	if wait < (held / 2).Seconds() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // proxyConfig adds YAML to the test config.
@@ -45,23 +46,23 @@ func TestUpstreamBreakerOpensOn5xx(t *testing.T) {
 `))
 	proxy := "http://" + addrs["proxy"]
 	for i := 0; i < 3; i++ {
-		if resp, _ := call(t, "GET", proxy+"/broken", "", "X-API-Key", "k"); resp.StatusCode != 500 {
+		if resp, _ := testenv.Call(t, "GET", proxy+"/broken", "", "X-API-Key", "k"); resp.StatusCode != 500 {
 			t.Fatalf("call %d: %d, want the upstream's 500", i, resp.StatusCode)
 		}
 	}
-	resp, body := call(t, "GET", proxy+"/broken", "", "X-API-Key", "k")
+	resp, body := testenv.Call(t, "GET", proxy+"/broken", "", "X-API-Key", "k")
 	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"breaker_open"`) || resp.Header.Get("Retry-After") == "" ||
 		!strings.Contains(body, `"tier":"free","rule":"upstream:/broken"`) {
 		t.Fatalf("after 3 failures: %d %q, want a fast 503 breaker_open for tier free by rule upstream:/broken", resp.StatusCode, body)
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
-	if got := metricValue(t, metrics, `throttled_decisions_total{decision="breaker_open",rule="upstream:/broken",tier="free"}`); got != 1 {
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	if got := testenv.MetricValue(t, metrics, `throttled_decisions_total{decision="breaker_open",rule="upstream:/broken",tier="free"}`); got != 1 {
 		t.Errorf("breaker_open decisions: %v, want 1", got)
 	}
 	if n, _ := calls.Load("/broken"); *n.(*int) != 3 {
 		t.Fatalf("upstream saw %d calls, want 3 (the open breaker answers itself)", *n.(*int))
 	}
-	if resp, _ := call(t, "GET", proxy+"/ok", "", "X-API-Key", "k"); resp.StatusCode != 200 {
+	if resp, _ := testenv.Call(t, "GET", proxy+"/ok", "", "X-API-Key", "k"); resp.StatusCode != 200 {
 		t.Fatalf("another route: %d, want 200 (its own breaker)", resp.StatusCode)
 	}
 }
@@ -85,11 +86,11 @@ func TestRouteBulkheadRefusesBeyondLimit(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("first export never reached the upstream")
 	}
-	resp, body := call(t, "GET", proxy+"/export", "")
+	resp, body := testenv.Call(t, "GET", proxy+"/export", "")
 	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"bulkhead"`) || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("second concurrent export: %d %q, want 503 bulkhead", resp.StatusCode, body)
 	}
-	if resp, _ := call(t, "GET", proxy+"/other", ""); resp.StatusCode != 200 {
+	if resp, _ := testenv.Call(t, "GET", proxy+"/other", ""); resp.StatusCode != 200 {
 		t.Fatalf("other route: %d", resp.StatusCode)
 	}
 }

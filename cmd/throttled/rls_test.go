@@ -10,6 +10,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -62,18 +63,18 @@ func TestServeRateLimitService(t *testing.T) {
 	}
 	admin := "http://" + addrs["admin"]
 	body := `{"rule":"per-key","key":"k1"}`
-	if resp, _ := call(t, "POST", admin+"/v1/check", body); resp.StatusCode != 401 {
+	if resp, _ := testenv.Call(t, "POST", admin+"/v1/check", body); resp.StatusCode != 401 {
 		t.Fatalf("check without the token: %d, want 401", resp.StatusCode)
 	}
-	resp, got := call(t, "POST", admin+"/v1/check", body, "Authorization", "Bearer "+checkToken)
+	resp, got := testenv.Call(t, "POST", admin+"/v1/check", body, "Authorization", "Bearer "+checkToken)
 	if resp.StatusCode != 200 || !strings.Contains(got, `"remaining":0`) {
 		t.Fatalf("check: %d %s, want 200 with 0 left (the gRPC call spent one)", resp.StatusCode, got)
 	}
-	resp, got = call(t, "POST", admin+"/v1/check", body, "Authorization", "Bearer "+checkToken)
+	resp, got = testenv.Call(t, "POST", admin+"/v1/check", body, "Authorization", "Bearer "+checkToken)
 	if resp.StatusCode != 429 || resp.Header.Get("X-Throttled-Decision") != "over_quota" || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("check over the limit: %d %v %s", resp.StatusCode, resp.Header, got)
 	}
-	_, metrics := call(t, "GET", admin+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", admin+"/metrics", "")
 	for _, want := range []string{`throttled_decisions_total{decision="allowed",rule="per-key",tier="free"} 2`,
 		`throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 1`,
 		`throttled_rls_requests_total{code="OK"} 1`} {
@@ -98,7 +99,7 @@ func TestRLSConfigValidated(t *testing.T) {
 		{"rls:\n  listen: nowhere\n", "rls.listen"},
 		{"check:\n  token: x\n", "check.token"},
 	} {
-		_, err := config.Parse([]byte(readmeConfig+tc.edit), nil)
+		_, err := config.Parse([]byte(testenv.ReadmeConfig+tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error naming %s", tc.edit, err, tc.want)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,7 +123,7 @@ func TestPprofOffByDefault(t *testing.T) {
 		cfg := testConfig(t, "", "")
 		cfg.Admin.Pprof = on
 		addrs := startServe(t, cfg)
-		resp, _ := call(t, "GET", "http://"+addrs["admin"]+"/debug/pprof/", "")
+		resp, _ := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/debug/pprof/", "")
 		if want := map[bool]int{false: 404, true: 200}[on]; resp.StatusCode != want {
 			t.Errorf("admin.pprof %v: /debug/pprof/ %d, want %d", on, resp.StatusCode, want)
 		}
@@ -135,34 +133,21 @@ func TestPprofOffByDefault(t *testing.T) {
 // TestRequestSizeLimits: oversized headers get 431 on both listeners, an
 // oversized admin body 400, and neither reaches a handler.
 func TestRequestSizeLimits(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, ""))
 	big := strings.Repeat("x", maxHeaderBytes+4096+1) // net/http reads 4 KiB beyond the limit
 	for _, url := range []string{"http://" + addrs["admin"] + "/healthz", "http://" + addrs["proxy"] + "/"} {
-		if resp, _ := call(t, "GET", url, "", "X-Big", big); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		if resp, _ := testenv.Call(t, "GET", url, "", "X-Big", big); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("GET %s with a %d-byte header: %d, want 431", url, len(big), resp.StatusCode)
 		}
 	}
 	body := `{"name":"gold","rate":1,"period":"1s","x":"` + strings.Repeat("x", 2<<20) + `"}`
-	resp, msg := call(t, "POST", "http://"+addrs["admin"]+"/v1/tiers", body,
-		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	resp, msg := testenv.Call(t, "POST", "http://"+addrs["admin"]+"/v1/tiers", body,
+		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "body: larger than") {
 		t.Errorf("admin POST with a 2 MiB body: %d %s, want 413 naming the body", resp.StatusCode, msg)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestSecretsNeverLogged: at debug level, through admin calls with good and
 // bad tokens, JWT requests and a Redis outage, the log never shows an admin
@@ -177,10 +162,10 @@ func TestSecretsNeverLogged(t *testing.T) {
 	if err := r.Client().ConfigSet(context.Background(), "requirepass", redisPass).Err(); err != nil {
 		t.Fatal(err)
 	}
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	cfg := testConfig(t, up.URL, fmt.Sprintf("redis://:%s@%s/0", redisPass, r.Addr()))
 	cfg.Identity.JWT.Secret = jwtSecret
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	redis.SetLogger(redisLog{log})
 	t.Cleanup(func() { redis.SetLogger(discardRedisLog{}) })
@@ -197,15 +182,15 @@ func TestSecretsNeverLogged(t *testing.T) {
 		t.Fatalf("serve did not start in 20s\n%s", logs.String())
 	}
 	admin, proxy := "http://"+addrs["admin"], "http://"+addrs["proxy"]
-	call(t, "GET", admin+"/v1/tiers", "", "Authorization", "Bearer "+testToken)
-	call(t, "GET", admin+"/v1/tiers", "", "Authorization", "Bearer "+badToken)
-	call(t, "POST", admin+"/v1/tiers", `{"name":`, "Authorization", "Bearer "+testToken)
-	call(t, "GET", proxy+"/", "", "Authorization", "Bearer "+badToken)
-	call(t, "GET", proxy+"/", "", "X-API-Key", badToken)
+	testenv.Call(t, "GET", admin+"/v1/tiers", "", "Authorization", "Bearer "+testenv.WriteToken)
+	testenv.Call(t, "GET", admin+"/v1/tiers", "", "Authorization", "Bearer "+badToken)
+	testenv.Call(t, "POST", admin+"/v1/tiers", `{"name":`, "Authorization", "Bearer "+testenv.WriteToken)
+	testenv.Call(t, "GET", proxy+"/", "", "Authorization", "Bearer "+badToken)
+	testenv.Call(t, "GET", proxy+"/", "", "X-API-Key", badToken)
 	r.Kill()
 	for i := 0; i < 5; i++ {
-		call(t, "GET", proxy+"/", "", "X-API-Key", "k")
-		call(t, "GET", admin+"/readyz", "")
+		testenv.Call(t, "GET", proxy+"/", "", "X-API-Key", "k")
+		testenv.Call(t, "GET", admin+"/readyz", "")
 		time.Sleep(100 * time.Millisecond)
 	}
 	cancel()
@@ -214,10 +199,10 @@ func TestSecretsNeverLogged(t *testing.T) {
 	if !strings.Contains(out, "throttled serving") {
 		t.Fatalf("no log captured:\n%s", out)
 	}
-	for name, secret := range map[string]string{"admin token": testToken, "redis password": redisPass,
+	for name, secret := range map[string]string{"admin token": testenv.WriteToken, "redis password": redisPass,
 		"jwt secret": jwtSecret, "presented token": badToken} {
 		if strings.Contains(out, secret) {
-			t.Errorf("the %s appears in the log:\n%s", name, grepLines(out, secret))
+			t.Errorf("the %s appears in the log:\n%s", name, testenv.GrepLines(out, secret))
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // shows a full bucket and writes nothing to Redis.
 func TestInspectKeyCreatesNoState(t *testing.T) {
 	r := testenv.StartRedis(t)
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
 	probe := redisstore.New(nil, limiter.WithPrefix("throttled:")).Bucket(limiter.TokenBucket, "__ready__")
 	keys := func() []string {
@@ -33,7 +33,7 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 		})
 	}
 	before := keys()
-	resp, body := call(t, "GET", "http://"+addrs["admin"]+"/v1/keys/never-seen", "", "Authorization", "Bearer "+testToken)
+	resp, body := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/v1/keys/never-seen", "", "Authorization", "Bearer "+testenv.WriteToken)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"rule":"per-key"`) || !strings.Contains(body, `"remaining":5`) {
 		t.Fatalf("GET /v1/keys/never-seen: %d %s, want its per-key bucket, full (5)", resp.StatusCode, body)
 	}
@@ -45,20 +45,20 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 // TestTopConsumers: a refused client shows in GET /v1/top under its key,
 // and in /metrics only as a fingerprint.
 func TestTopConsumers(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	cfg := testConfig(t, up.URL, "")
 	cfg.Rules = []api.Rule{{Name: "per-ip", Match: api.Match{Path: "/"}, Key: api.KeySources{"ip"}}}
 	addrs := startServe(t, cfg)
 	for range 8 {
-		call(t, "GET", "http://"+addrs["proxy"]+"/", "") // no API key: the client is its IP
+		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "") // no API key: the client is its IP
 	}
-	resp, body := call(t, "GET", "http://"+addrs["admin"]+"/v1/top", "", "Authorization", "Bearer "+testToken)
+	resp, body := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/v1/top", "", "Authorization", "Bearer "+testenv.WriteToken)
 	fp := instrument.Fingerprint("ip:127.0.0.1")
 	if resp.StatusCode != 200 || !strings.Contains(body, `"key":"ip:127.0.0.1","fingerprint":"`+fp+`","refused":3`) {
 		t.Fatalf("GET /v1/top: %d %s, want ip:127.0.0.1 refused 3 times", resp.StatusCode, body)
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
-	top := grepLines(metrics, "throttled_top_consumers{")
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	top := testenv.GrepLines(metrics, "throttled_top_consumers{")
 	if top != `throttled_top_consumers{key="`+fp+`"} 3` {
 		t.Fatalf("/metrics top consumers:\n%s\nwant the fingerprint %s alone", top, fp)
 	}

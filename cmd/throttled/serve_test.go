@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,31 +18,10 @@ import (
 	"github.com/throttledhq/throttled/limiter/coord"
 )
 
-const testToken = "test-write-token-0123456789"
-
-// testConfig is a serve config on free loopback ports in front of upstream.
+// testConfig is testenv.ServeConfig parsed.
 func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
 	t.Helper()
-	src := fmt.Sprintf(`listen: 127.0.0.1:0
-upstream: %s
-admin:
-  listen: 127.0.0.1:0
-  tokens:
-    write: %s
-redis:
-  url: %q
-tiers:
-  free:    { rate: 5,   period: 1m, burst: 5,   priority: 1 }
-  premium: { rate: 100, period: 1m, burst: 100, priority: 0 }
-default_tier: free
-rules:
-  - name: per-key
-    match: { path: / }
-    key: header:X-API-Key
-controller:
-  period: 1s
-`, upstream, testToken, redisURL)
-	c, err := config.Parse([]byte(src), nil)
+	c, err := config.Parse([]byte(testenv.ServeConfig(upstream, redisURL)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,63 +61,37 @@ func startServeWith(t *testing.T, cfg *config.Config, log *slog.Logger) map[stri
 	return nil
 }
 
-func upstreamServer(t *testing.T) *httptest.Server {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "upstream ok")
-	}))
-	t.Cleanup(up.Close)
-	return up
-}
-
-func call(t *testing.T, method, url, body string, hdr ...string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
-}
-
 func TestServeEmbedded(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, ""))
 	proxy, admin := "http://"+addrs["proxy"], "http://"+addrs["admin"]
 	for i := 0; i < 5; i++ {
-		resp, body := call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
+		resp, body := testenv.Call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
 		if resp.StatusCode != 200 || body != "upstream ok" {
 			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
 		}
 	}
-	resp, body := call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
+	resp, body := testenv.Call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
 	if resp.StatusCode != 429 || !strings.Contains(body, `"reason":"over_quota"`) || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("6th: %d %q", resp.StatusCode, body)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if resp, _ := call(t, "GET", admin+path, ""); resp.StatusCode != 200 {
+		if resp, _ := testenv.Call(t, "GET", admin+path, ""); resp.StatusCode != 200 {
 			t.Fatalf("%s: %d", path, resp.StatusCode)
 		}
 	}
-	_, metrics := call(t, "GET", admin+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", admin+"/metrics", "")
 	for _, want := range []string{`throttled_decisions_total{decision="over_quota",rule="per-key",tier="free"} 1`,
 		`throttled_upstream_requests_total{code="200"} 5`, "throttled_controller_leader 1"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	resp, body = call(t, "GET", admin+"/v1/keys/k1", "", "Authorization", "Bearer "+testToken)
+	resp, body = testenv.Call(t, "GET", admin+"/v1/keys/k1", "", "Authorization", "Bearer "+testenv.WriteToken)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"rule":"per-key"`) || !strings.Contains(body, `"remaining":0`) {
 		t.Fatalf("GET /v1/keys/k1: %d %s, want its per-key bucket, empty", resp.StatusCode, body)
 	}
-	if resp, _ := call(t, "GET", admin+"/v1/tiers", ""); resp.StatusCode != 401 {
+	if resp, _ := testenv.Call(t, "GET", admin+"/v1/tiers", ""); resp.StatusCode != 401 {
 		t.Fatalf("admin without token: %d, want 401", resp.StatusCode)
 	}
 }
@@ -147,8 +99,8 @@ func TestServeEmbedded(t *testing.T) {
 // assignPremium puts key into the premium tier through the admin API.
 func assignPremium(t *testing.T, admin, key string) {
 	t.Helper()
-	resp, body := call(t, "PUT", admin+"/v1/keys/"+key, `{"tier":"premium"}`,
-		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	resp, body := testenv.Call(t, "PUT", admin+"/v1/keys/"+key, `{"tier":"premium"}`,
+		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("assign: %d %s", resp.StatusCode, body)
 	}
@@ -159,7 +111,7 @@ func assignPremium(t *testing.T, admin, key string) {
 // within 2 s.
 func TestServeSharedAcrossInstances(t *testing.T) {
 	r := testenv.StartRedis(t)
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	a := startServe(t, testConfig(t, up.URL, r.URL()))
 	b := startServe(t, testConfig(t, up.URL, r.URL()))
 	codes := map[int]int{}
@@ -168,7 +120,7 @@ func TestServeSharedAcrossInstances(t *testing.T) {
 		if i%2 == 1 {
 			addr = b["proxy"]
 		}
-		resp, _ := call(t, "GET", "http://"+addr+"/", "", "X-API-Key", "shared")
+		resp, _ := testenv.Call(t, "GET", "http://"+addr+"/", "", "X-API-Key", "shared")
 		codes[resp.StatusCode]++
 	}
 	if codes[200] != 5 || codes[429] != 3 {
@@ -177,7 +129,7 @@ func TestServeSharedAcrossInstances(t *testing.T) {
 	assignPremium(t, "http://"+a["admin"], "shared")
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		resp, _ := call(t, "GET", "http://"+b["proxy"]+"/", "", "X-API-Key", "shared")
+		resp, _ := testenv.Call(t, "GET", "http://"+b["proxy"]+"/", "", "X-API-Key", "shared")
 		if resp.StatusCode == 200 && resp.Header.Get("X-RateLimit-Limit") == "100" {
 			break
 		}
@@ -195,7 +147,7 @@ func TestServeSharedAcrossInstances(t *testing.T) {
 // resumes after a restart on the same port.
 func TestServeRedisKilledUnderLoad(t *testing.T) {
 	r := testenv.StartRedis(t)
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
 	proxy := "http://" + addrs["proxy"]
 	var bad atomic.Int64
@@ -233,12 +185,12 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 	r.Start()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+		_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 		if strings.Contains(metrics, "throttled_fallback_active 0") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fallback still active 3s after redis restarted:\n%s", grepLines(metrics, "throttled_breaker_state", "throttled_store_errors_total", "throttled_fallback_active", "decision=\"fallback_allowed\""))
+			t.Fatalf("fallback still active 3s after redis restarted:\n%s", testenv.GrepLines(metrics, "throttled_breaker_state", "throttled_store_errors_total", "throttled_fallback_active", "decision=\"fallback_allowed\""))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -247,9 +199,9 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 	if bad.Load() > 0 {
 		t.Fatalf("%d requests failed or got a status other than 200/429", bad.Load())
 	}
-	_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
-	allowed := metricValue(t, metrics, `throttled_decisions_total{decision="fallback_allowed",rule="per-key",tier="free"}`)
-	refused := metricValue(t, metrics, `throttled_decisions_total{decision="fallback_over_quota",rule="per-key",tier="free"}`)
+	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	allowed := testenv.MetricValue(t, metrics, `throttled_decisions_total{decision="fallback_allowed",rule="per-key",tier="free"}`)
+	refused := testenv.MetricValue(t, metrics, `throttled_decisions_total{decision="fallback_over_quota",rule="per-key",tier="free"}`)
 	// Each of the 8 clients may take its share, 5 (burst) plus what 5/min
 	// refills over the test's 15 s at most: 2.
 	if allowed > 8*(5+2) || refused == 0 {
@@ -262,8 +214,8 @@ func TestServeRedisKilledUnderLoad(t *testing.T) {
 // would with THROTTLED_* variables).
 func TestReadmeConfigServes(t *testing.T) {
 	r := testenv.StartRedis(t)
-	up := upstreamServer(t)
-	cfg, err := config.Parse([]byte(readmeConfig), []string{
+	up := testenv.Upstream(t)
+	cfg, err := config.Parse([]byte(testenv.ReadmeConfig), []string{
 		"THROTTLED_LISTEN=127.0.0.1:0", "THROTTLED_ADMIN_LISTEN=127.0.0.1:0",
 		"THROTTLED_UPSTREAM=" + up.URL, "THROTTLED_REDIS_URL=" + r.URL(),
 	})
@@ -273,13 +225,13 @@ func TestReadmeConfigServes(t *testing.T) {
 	addrs := startServe(t, cfg)
 	codes := map[int]int{}
 	for i := 0; i < 12; i++ {
-		resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "readme")
+		resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "readme")
 		codes[resp.StatusCode]++
 	}
 	if codes[200] != 10 || codes[429] != 2 {
 		t.Fatalf("codes %v, want 10×200 then 429s (free: 10/s)", codes)
 	}
-	resp, body := call(t, "GET", "http://"+addrs["admin"]+"/v1/tiers", "", "Authorization", "Bearer change-me")
+	resp, body := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/v1/tiers", "", "Authorization", "Bearer change-me")
 	if resp.StatusCode != 200 || !strings.Contains(body, `"premium"`) {
 		t.Fatalf("admin API with the README token: %d %s", resp.StatusCode, body)
 	}
@@ -288,17 +240,17 @@ func TestReadmeConfigServes(t *testing.T) {
 // TestServeControllerFollowsNewTiers: a tier created through the admin API
 // is controlled (and published) without a restart.
 func TestServeControllerFollowsNewTiers(t *testing.T) {
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, ""))
 	admin := "http://" + addrs["admin"]
-	resp, body := call(t, "POST", admin+"/v1/tiers", `{"name":"gold","rate":1000,"period":"1s","priority":0}`,
-		"Authorization", "Bearer "+testToken, "Content-Type", "application/json")
+	resp, body := testenv.Call(t, "POST", admin+"/v1/tiers", `{"name":"gold","rate":1000,"period":"1s","priority":0}`,
+		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
 	if resp.StatusCode != 201 && resp.StatusCode != 200 {
 		t.Fatalf("create tier: %d %s", resp.StatusCode, body)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, metrics := call(t, "GET", admin+"/metrics", "")
+		_, metrics := testenv.Call(t, "GET", admin+"/metrics", "")
 		if strings.Contains(metrics, `throttled_tier_multiplier{tier="gold"} 1`) {
 			return
 		}
@@ -309,42 +261,28 @@ func TestServeControllerFollowsNewTiers(t *testing.T) {
 	}
 }
 
-// grepLines keeps the lines of s that contain any of subs.
-func grepLines(s string, subs ...string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		for _, sub := range subs {
-			if strings.Contains(l, sub) {
-				out = append(out, l)
-				break
-			}
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // TestServeStartsWithRedisDown: an instance started while Redis is down
 // still serves (fallback decisions, the file's configuration); its admin API
 // answers 503 until Redis is back, then serves.
 func TestServeStartsWithRedisDown(t *testing.T) {
 	r := testenv.StartRedis(t)
 	r.Kill()
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
-	resp, _ := call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k")
+	resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k")
 	if resp.StatusCode != 200 {
 		t.Fatalf("proxy with redis down: %d, want 200 from the local fallback", resp.StatusCode)
 	}
 	admin := "http://" + addrs["admin"] + "/v1/tiers"
-	if resp, _ := call(t, "GET", admin, "", "Authorization", "Bearer "+testToken); resp.StatusCode != 503 {
+	if resp, _ := testenv.Call(t, "GET", admin, "", "Authorization", "Bearer "+testenv.WriteToken); resp.StatusCode != 503 {
 		t.Fatalf("admin with redis down: %d, want 503", resp.StatusCode)
 	}
 	r.Start()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, _ := call(t, "GET", admin, "", "Authorization", "Bearer "+testToken)
+		resp, _ := testenv.Call(t, "GET", admin, "", "Authorization", "Bearer "+testenv.WriteToken)
 		if resp.StatusCode == 200 {
-			_, metrics := call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+			_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
 			if !strings.Contains(metrics, "throttled_admin_requests_total") {
 				t.Fatal("the admin API's metrics are missing after it came back")
 			}
@@ -404,20 +342,4 @@ func TestServeGracefulShutdown(t *testing.T) {
 	if n := r.Client().Exists(context.Background(), lease).Val(); n != 0 {
 		t.Fatal("the leader lease is still held after shutdown")
 	}
-}
-
-// metricValue is the value of the sample series in a /metrics text, 0 when
-// absent.
-func metricValue(t *testing.T, metrics, series string) float64 {
-	t.Helper()
-	for _, l := range strings.Split(metrics, "\n") {
-		if v, ok := strings.CutPrefix(l, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", l, err)
-			}
-			return f
-		}
-	}
-	return 0
 }

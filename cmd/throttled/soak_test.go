@@ -48,9 +48,9 @@ func takeSample(t *testing.T, rc *redis.Client, admin string) soakSample {
 	if v, ok := testenv.Info(t, rc, "clients")["connected_clients"]; ok {
 		conns, _ = strconv.ParseInt(v, 10, 64)
 	}
-	_, metrics := call(t, "GET", admin+"/metrics", "")
+	_, metrics := testenv.Call(t, "GET", admin+"/metrics", "")
 	var errs float64
-	for _, l := range strings.Split(grepLines(metrics, "throttled_store_errors_total{"), "\n") {
+	for _, l := range strings.Split(testenv.GrepLines(metrics, "throttled_store_errors_total{"), "\n") {
 		if f := strings.Fields(l); len(f) == 2 {
 			v, _ := strconv.ParseFloat(f[1], 64)
 			errs += v
@@ -66,7 +66,7 @@ func takeSample(t *testing.T, rc *redis.Client, admin string) soakSample {
 // runs 5 minutes.
 func TestSoak(t *testing.T) {
 	r := testenv.StartRedis(t)
-	up := upstreamServer(t)
+	up := testenv.Upstream(t)
 	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
 	proxy, admin := "http://"+addrs["proxy"], "http://"+addrs["admin"]
 	total := soakFor(t)

@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -128,14 +128,15 @@ func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
 	cfg := testConfig(t, "http://127.0.0.1:1", "redis://127.0.0.1:1")
 	cfg.Controller.Period = api.Duration(400 * time.Millisecond)
 	cfg.Controller.LeaseTTL, cfg.Controller.MultiplierStaleAfter = 0, 0
-	cfg.defaults()
-	if errs := cfg.validate(); len(errs) > 0 {
+	cfg.SetDefaults()
+	if errs := cfg.Validate(); errs != nil {
 		t.Fatalf("defaults do not validate: %v", errs)
 	}
 	c := testenv.StartRedis(t).Client()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &stack{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), reg: prometheus.NewRegistry(), rdb: c}
+	reg := prometheus.NewRegistry()
+	s := &Instance{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), reg: reg, gather: reg, rdb: c}
 	if err := s.buildMultipliers(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -144,9 +145,9 @@ func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
 	}
 	log := &publishLog{}
 	a := startReplica(t, cfg, c, "a", log)
-	waitFor(t, 10*time.Second, "the enforcer applies a cut of free", func() bool { return s.mults.Multiplier("free") < 1 })
+	testenv.WaitFor(t, 10*time.Second, "the enforcer applies a cut of free", func() bool { return s.mults.Multiplier("free") < 1 })
 	b := startReplica(t, cfg, c, "b", log)
-	waitFor(t, 5*time.Second, "a leads and b follows", func() bool { return a.loop.Leader() && !b.loop.Leader() })
+	testenv.WaitFor(t, 5*time.Second, "a leads and b follows", func() bool { return a.loop.Leader() && !b.loop.Leader() })
 
 	var readsOf1, reads atomic.Int64
 	stop := make(chan struct{})
@@ -176,9 +177,9 @@ func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
 		}
 		return loggedSet{}, false
 	}
-	waitFor(t, 10*time.Second, "b publishes", func() bool { _, ok := firstOfB(); return ok })
+	testenv.WaitFor(t, 10*time.Second, "b publishes", func() bool { _, ok := firstOfB(); return ok })
 	bFirst, _ := firstOfB()
-	waitFor(t, 5*time.Second, "the enforcer applies b's set", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the enforcer applies b's set", func() bool {
 		return s.mults.src.(*coord.Subscriber).Snapshot().Epoch >= bFirst.set.Epoch
 	})
 	close(stop)
@@ -201,14 +202,14 @@ func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
 }
 
 func TestConfigStaleAfterOutlivesFailover(t *testing.T) {
-	c, err := config.Parse([]byte(readmeConfig), nil)
+	c, err := config.Parse([]byte(testenv.ReadmeConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := c.Controller.MultiplierStaleAfter.D(), c.Controller.LeaseTTL.D()+2*c.Controller.Period.D(); got != want || want != 25*time.Second {
 		t.Fatalf("default stale_after %v, want lease_ttl + 2 × period = %v (25s)", got, want)
 	}
-	short := readmeConfig + "controller:\n  period: 1s\n  lease_ttl: 3s\n  stale_after: 4s\n"
+	short := testenv.ReadmeConfig + "controller:\n  period: 1s\n  lease_ttl: 3s\n  stale_after: 4s\n"
 	if _, err := config.Parse([]byte(short), nil); err == nil || !strings.Contains(err.Error(), "controller.stale_after") ||
 		!strings.Contains(err.Error(), "5s") {
 		t.Fatalf("stale_after 4s with lease_ttl 3s and period 1s: err %v, want controller.stale_after at least 5s", err)

@@ -1,11 +1,10 @@
-package main
+package config
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
 )
@@ -31,11 +30,11 @@ rules:
 // TestConfigQuotaFields: the file's quota fields reach the enforcer's
 // policy.
 func TestConfigQuotaFields(t *testing.T) {
-	c, err := config.Parse([]byte(quotaConfig), nil)
+	c, err := Parse([]byte(quotaConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := config.PolicyOf(c.Policy())
+	p, err := PolicyOf(c.Policy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func TestConfigQuotaErrors(t *testing.T) {
 		{"bad unlimited", strings.Replace(quotaConfig, "unlimited: true", "unlimited: maybe", 1), "unlimited"},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse([]byte(tc.edit), nil)
+		_, err := Parse([]byte(tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/throttledhq/throttled/api"
-	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // schemaAt follows a path of property names through a schema ("*" for a
@@ -37,13 +37,13 @@ func schemaAt(t *testing.T, s map[string]any, path ...string) map[string]any {
 	return s
 }
 
-// TestSchemaPrinted: `throttled config schema` prints a draft 2020-12
+// TestSchemaPrinted: the schema (`throttled config schema` prints it) is a draft 2020-12
 // JSON Schema of the file, with the limits of tiers and rules that the
 // admin API validates.
 func TestSchemaPrinted(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run([]string{"config", "schema"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	var out bytes.Buffer
+	if err := json.NewEncoder(&out).Encode(Schema()); err != nil {
+		t.Fatal(err)
 	}
 	var s map[string]any
 	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
@@ -89,14 +89,14 @@ func TestSchemaCoversEveryField(t *testing.T) {
 			}
 		}
 	}
-	walk(reflectConfig, config.Schema(), "")
+	walk(reflectConfig, Schema(), "")
 }
 
 // TestSchemaLimitsAreValidation: every limit of configLimits on a plain
 // field is in the schema, and validation refuses a value just outside it,
 // at its path: the schema and config check read one table.
 func TestSchemaLimitsAreValidation(t *testing.T) {
-	s := config.Schema()
+	s := Schema()
 	for pattern, l := range configLimits {
 		if strings.Contains(pattern, "*") {
 			continue
@@ -107,7 +107,7 @@ func TestSchemaLimitsAreValidation(t *testing.T) {
 			t.Errorf("%s: limit %+v not in the schema %v", pattern, l, prop)
 		}
 		env := "THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad
-		_, err := config.Parse([]byte(readmeConfig), []string{env})
+		_, err := Parse([]byte(testenv.ReadmeConfig), []string{env})
 		if err == nil || !strings.Contains(err.Error(), ": "+pattern+": "+l.message()) {
 			t.Errorf("%s: %v, want an error at %s", env, err, pattern)
 		}

@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 )
 
 // memoryPolicyRisk is throttled_redis_memory_policy_risk by policy.
-func memoryPolicyRisk(t *testing.T, s *stack) map[string]float64 {
+func memoryPolicyRisk(t *testing.T, s *Instance) map[string]float64 {
 	t.Helper()
-	return memoryPolicySeries(t, s.reg, "throttled_redis_memory_policy_risk")
+	return memoryPolicySeries(t, s.gather, "throttled_redis_memory_policy_risk")
 }
 
 // memoryPolicySeries is the gauge name of g by its policy label.
@@ -45,11 +45,11 @@ func memoryPolicySeries(t *testing.T, g prometheus.Gatherer, name string) map[st
 // (so the lines folded while Redis is down too), whose policy check runs
 // every 10 ms, and runs its background parts until the test ends. reads
 // counts the policy's reads.
-func startMemoryPolicyStack(t *testing.T, redisURL string, logs *syncBuffer) (s *stack, reads *atomic.Int64) {
+func startMemoryPolicyStack(t *testing.T, redisURL string, logs *testenv.SyncBuffer) (s *Instance, reads *atomic.Int64) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := buildStack(ctx, testConfig(t, "", redisURL), log)
+	s, err := New(ctx, testConfig(t, "", redisURL), Options{Logger: log})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func startMemoryPolicyStack(t *testing.T, redisURL string, logs *syncBuffer) (s 
 		for range s.runners {
 			<-done
 		}
-		s.close()
+		s.Close()
 	})
 	return s, reads
 }
@@ -87,7 +87,7 @@ func waitReads(t *testing.T, reads *atomic.Int64, n int64) {
 }
 
 // waitMemoryPolicyRisk polls the gauge, bounded, until it is want.
-func waitMemoryPolicyRisk(t *testing.T, s *stack, want map[string]float64, logs *syncBuffer) {
+func waitMemoryPolicyRisk(t *testing.T, s *Instance, want map[string]float64, logs *testenv.SyncBuffer) {
 	t.Helper()
 	var got map[string]float64
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -107,7 +107,7 @@ func TestMemoryPolicyFollowsConfigSet(t *testing.T) {
 	if err := c.ConfigSet(context.Background(), "maxmemory-policy", "volatile-ttl").Err(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	s, reads := startMemoryPolicyStack(t, r.URL(), &logs)
 	if got := memoryPolicyRisk(t, s); !maps.Equal(got, map[string]float64{"volatile-ttl": 0}) {
 		t.Fatalf("at start: %v, want volatile-ttl 0", got)
@@ -128,7 +128,7 @@ func TestMemoryPolicyFollowsConfigSet(t *testing.T) {
 func TestMemoryPolicyCheckedOnceRedisAnswers(t *testing.T) {
 	r := testenv.StartRedis(t)
 	r.Kill()
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	s, reads := startMemoryPolicyStack(t, r.URL(), &logs)
 	if got := memoryPolicyRisk(t, s); len(got) != 0 {
 		t.Fatalf("redis down at start: %v, want no series", got)
@@ -145,7 +145,7 @@ func TestMemoryPolicyCheckedOnceRedisAnswers(t *testing.T) {
 // one series, the last successful read's; a failed read keeps it and is
 // logged once per streak; a risk is warned when it appears or changes.
 func TestMemoryPolicyWatchObserve(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "risk"}, []string{"policy"})
@@ -199,7 +199,7 @@ func TestMemoryPolicyWarningNamesNode(t *testing.T) {
 		{"10.0.0.7:6379", "node=10.0.0.7:6379"},
 		{"", ""},
 	} {
-		var logs syncBuffer
+		var logs testenv.SyncBuffer
 		log := slog.New(slog.NewTextHandler(&logs, nil))
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "risk"}, []string{"policy"})
 		w := &memoryPolicyWatch{gauge: g, log: log, redisLog: log}

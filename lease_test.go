@@ -1,4 +1,4 @@
-package main
+package throttled
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // key at limit/s with burst, and lease (a YAML line, or ""). The fallback
 // waits 5 s for Redis, so that no decision of a slow test run is local.
 func leaseConfig(limit, burst int, lease string) string {
-	head := readmeConfig[:strings.Index(readmeConfig, "tiers:")]
+	head := testenv.ReadmeConfig[:strings.Index(testenv.ReadmeConfig, "tiers:")]
 	return head + `fallback: { deadline: 5s }
 tiers:
   free: { rate: 1000000, period: 1s, burst: 1000000, priority: 1 }
@@ -34,22 +34,22 @@ rules:
 }
 
 // leaseStack builds the stack of src on Redis r.
-func leaseStack(t *testing.T, r *testenv.Redis, src string) *stack {
+func leaseStack(t *testing.T, r *testenv.Redis, src string) *Instance {
 	t.Helper()
 	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := buildStack(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.close)
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
 // admit reports whether s admits one request of API key k.
-func admit(t *testing.T, s *stack, k string) bool {
+func admit(t *testing.T, s *Instance, k string) bool {
 	t.Helper()
 	req := httptest.NewRequest("GET", "/", nil)
 	req.Header.Set("X-API-Key", k)
@@ -98,7 +98,7 @@ func TestLeaseBoundAcrossInstances(t *testing.T) {
 	const rate, burst, size = 20, 40, 10
 	r := testenv.StartRedis(t)
 	src := leaseConfig(rate, burst, "    lease: { size: 10, ttl: 30s }\n")
-	inst := []*stack{leaseStack(t, r, src), leaseStack(t, r, src)}
+	inst := []*Instance{leaseStack(t, r, src), leaseStack(t, r, src)}
 	for _, s := range inst { // exact (the key becomes hot), then a lease of 1 + 10
 		for range 2 {
 			if !admit(t, s, "k") {

@@ -1,42 +1,16 @@
-package main
+package config
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
-// readmeConfig is the minimal config of the README quick start, exactly.
-const readmeConfig = `listen: 127.0.0.1:8080
-upstream: http://127.0.0.1:8081
-admin:
-  listen: 127.0.0.1:9090
-  tokens:
-    write: change-me
-redis:
-  url: redis://127.0.0.1:6379/0
-tiers:
-  free:    { rate: 10,  period: 1s, burst: 10,  priority: 1 }
-  premium: { rate: 100, period: 1s, burst: 100, priority: 0 }
-rules:
-  - name: per-key
-    match: { path: / }
-    key: header:X-API-Key
-  - name: per-ip
-    match: { path: / }
-    key: ip
-identity:
-  # The load balancers or ingress in front of throttled (CIDRs or addresses).
-  # Only their X-Forwarded-For is believed; empty, every client behind one of
-  # them is its single address and shares one per-ip quota.
-  trusted_proxies: []
-`
-
 func TestReadmeConfigParses(t *testing.T) {
-	c, err := config.Parse([]byte(readmeConfig), nil)
+	c, err := Parse([]byte(testenv.ReadmeConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +22,11 @@ func TestReadmeConfigParses(t *testing.T) {
 	if c.Controller.Period.D() != 5*time.Second || c.Fallback.Deadline.D() != 50*time.Millisecond {
 		t.Fatalf("defaults: %+v %+v", c.Controller, c.Fallback)
 	}
-	p, err := config.PolicyOf(c.Policy())
+	p, err := PolicyOf(c.Policy())
 	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
 		t.Fatalf("policy %+v: %v", p, err)
 	}
-	if u := config.UnassignedKeysOf(&c.Identity); u != enforce.UnassignedAnonymous {
+	if u := UnassignedKeysOf(&c.Identity); u != enforce.UnassignedAnonymous {
 		t.Fatalf("identity.unassigned_keys defaults to %v, want anonymous", u)
 	}
 }
@@ -62,28 +36,28 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 		name, edit, want string
 	}{
 		{"unknown key", "listen: 127.0.0.1:8080\nlisten_typo: x\n", "unknown key"},
-		{"bad rate", strings.Replace(readmeConfig, "rate: 10,", "rate: -1,", 1), "line 10: tiers.free.rate"},
-		{"bad key source", strings.Replace(readmeConfig, "key: ip", "key: cookie", 1), "line 18"},
-		{"bad duration", strings.Replace(readmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
-		{"bad upstream", strings.Replace(readmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
-		{"bad token role", strings.Replace(readmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},
-		{"bad unassigned_keys", strings.Replace(readmeConfig, "trusted_proxies: []", "trusted_proxies: []\n  unassigned_keys: trust", 1), "identity.unassigned_keys"},
+		{"bad rate", strings.Replace(testenv.ReadmeConfig, "rate: 10,", "rate: -1,", 1), "line 10: tiers.free.rate"},
+		{"bad key source", strings.Replace(testenv.ReadmeConfig, "key: ip", "key: cookie", 1), "line 18"},
+		{"bad duration", strings.Replace(testenv.ReadmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
+		{"bad upstream", strings.Replace(testenv.ReadmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
+		{"bad token role", strings.Replace(testenv.ReadmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},
+		{"bad unassigned_keys", strings.Replace(testenv.ReadmeConfig, "trusted_proxies: []", "trusted_proxies: []\n  unassigned_keys: trust", 1), "identity.unassigned_keys"},
 	}
 	for _, tc := range cases {
-		_, err := config.Parse([]byte(tc.edit), nil)
+		_, err := Parse([]byte(tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want it to contain %q", tc.name, err, tc.want)
 		}
 	}
 	// "unknown field" errors name the line too.
-	_, err := config.Parse([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
+	_, err := Parse([]byte("listen: 127.0.0.1:8080\nlisten_typo: x\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), `line 2: listen_typo: unknown key; did you mean "listen"?`) {
 		t.Errorf("unknown key error %v, want its line 2 and the nearest key", err)
 	}
 }
 
 func TestConfigEnvironmentOverrides(t *testing.T) {
-	c, err := config.Parse([]byte(readmeConfig), []string{
+	c, err := Parse([]byte(testenv.ReadmeConfig), []string{
 		"THROTTLED_REDIS_URL=redis://127.0.0.1:7000/1",
 		"THROTTLED_CONTROLLER_PERIOD=2s",
 		"THROTTLED_FALLBACK_INSTANCES=4",
@@ -95,7 +69,7 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 	if c.Redis.URL != "redis://127.0.0.1:7000/1" || c.Controller.Period.D() != 2*time.Second || c.Fallback.Instances != 4 {
 		t.Fatalf("overrides not applied: %+v %+v %+v", c.Redis, c.Controller, c.Fallback)
 	}
-	if _, err := config.Parse([]byte(readmeConfig), []string{"THROTTLED_FALLBACK_INSTANCES=many"}); err == nil ||
+	if _, err := Parse([]byte(testenv.ReadmeConfig), []string{"THROTTLED_FALLBACK_INSTANCES=many"}); err == nil ||
 		!strings.Contains(err.Error(), "THROTTLED_FALLBACK_INSTANCES") {
 		t.Fatalf("bad override: %v", err)
 	}
@@ -106,7 +80,7 @@ func TestConfigEnvironmentOverrides(t *testing.T) {
 // fraction as the saturation signal; concurrency.disabled turns all of it
 // off. Bad concurrency settings name their field.
 func TestConfigInnerLoopDefaults(t *testing.T) {
-	c, err := config.Parse([]byte(readmeConfig+"controller:\n  latency_target: 200ms\n  probe_after: 30s\n"), nil)
+	c, err := Parse([]byte(testenv.ReadmeConfig+"controller:\n  latency_target: 200ms\n  probe_after: 30s\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +90,17 @@ func TestConfigInnerLoopDefaults(t *testing.T) {
 		!c.SaturationIsRefused() {
 		t.Fatalf("inner loop defaults: %+v, controller %+v, prometheus %+v", c.Concurrency, c.Controller, c.Prometheus)
 	}
-	if s := config.ControllerSettings(c, c.Tiers); s.ProbeAfter != 30*time.Second {
+	if s := ControllerSettings(c, c.Tiers); s.ProbeAfter != 30*time.Second {
 		t.Fatalf("controller.probe_after → %v", s.ProbeAfter)
 	}
-	off, err := config.Parse([]byte(readmeConfig+"concurrency:\n  disabled: true\n"), nil)
+	off, err := Parse([]byte(testenv.ReadmeConfig+"concurrency:\n  disabled: true\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if off.InnerLoop() || off.Controller.SaturationTarget != 0 || off.Prometheus.SaturationQuery != "" {
 		t.Fatalf("disabled: inner loop %v, saturation target %v, query %q", off.InnerLoop(), off.Controller.SaturationTarget, off.Prometheus.SaturationQuery)
 	}
-	_, err = config.Parse([]byte(readmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
+	_, err = Parse([]byte(testenv.ReadmeConfig+"concurrency:\n  min_limit: 50\n  max_limit: 10\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "concurrency") || !strings.Contains(err.Error(), "max_limit") {
 		t.Fatalf("max_limit below min_limit: %v, want an error naming concurrency and max_limit", err)
 	}
@@ -135,7 +109,7 @@ func TestConfigInnerLoopDefaults(t *testing.T) {
 		{"concurrency:\n  top_max_wait: 1s\n", "concurrency.top_max_wait"},
 		{"concurrency:\n  max_queue: -1\n", "concurrency.max_queue"},
 	} {
-		_, err = config.Parse([]byte(readmeConfig+bad.yaml), nil)
+		_, err = Parse([]byte(testenv.ReadmeConfig+bad.yaml), nil)
 		if err == nil || !strings.Contains(err.Error(), bad.path) {
 			t.Errorf("%q: err = %v, want one naming %s", bad.yaml, err, bad.path)
 		}

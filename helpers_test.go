@@ -1,0 +1,70 @@
+package throttled
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
+)
+
+// testConfig is testenv.ServeConfig parsed.
+func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
+	t.Helper()
+	c, err := config.Parse([]byte(testenv.ServeConfig(upstream, redisURL)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// policyStore is the admin configuration store on the Redis at url
+// (prefix throttled:), closed when the test ends.
+func policyStore(t *testing.T, url string) api.Store {
+	t.Helper()
+	c, err := OpenRedis(&config.RedisConfig{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	st, err := api.NewRedisStore(c, api.StoreSettings{Prefix: "throttled:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// storeWith stores c's tiers, rules and assignments in the Redis at url,
+// as version 1 written by another instance.
+func storeWith(t *testing.T, url string, c *config.Config) {
+	t.Helper()
+	if _, _, err := api.Replace(context.Background(), policyStore(t, url), c.Policy(), api.ReplaceSettings{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedConfig loads the configuration stored at url.
+func storedConfig(t *testing.T, url string) api.Snapshot {
+	t.Helper()
+	snap, err := api.Load(context.Background(), policyStore(t, url), config.ValidatePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// run builds cfg's Instance and runs it until the test ends.
+func run(t *testing.T, cfg *config.Config) *Instance {
+	t.Helper()
+	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; _ = s.Close() })
+	return s
+}
