@@ -17,9 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
-	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -226,7 +226,7 @@ func (s *Instance) proxyHandler(upstream *url.URL) http.Handler {
 func (s *Instance) rewrite(upstream *url.URL) func(*httputil.ProxyRequest) {
 	var trusted []netip.Prefix
 	for _, p := range s.cfg.Identity.TrustedProxies {
-		if pfx, err := config.ParsePrefix(p); err == nil { // validated with the config
+		if pfx, err := identity.ParsePrefix(p); err == nil { // validated with the config
 			trusted = append(trusted, pfx)
 		}
 	}

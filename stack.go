@@ -221,7 +221,7 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 func identifierOf(c *config.IdentityConfig, untrusted *identity.UntrustedForwards) (identity.Identifier, error) {
 	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix, Untrusted: untrusted}
 	for _, p := range c.TrustedProxies {
-		pfx, err := config.ParsePrefix(p)
+		pfx, err := identity.ParsePrefix(p)
 		if err != nil {
 			return nil, fmt.Errorf("identity.trusted_proxies: %q: %w", p, err)
 		}
