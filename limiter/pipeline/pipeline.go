@@ -33,9 +33,13 @@ type Settings struct {
 	BreakerRoutes []string // path patterns (enforce.Path)
 	// Metrics counts the pipeline's own 503s by tier, rule and reason
 	// (*instrument.Metrics).
-	Metrics interface{ Count(tier, rule, reason string) }
+	Metrics interface {
+		Count(tier, rule, reason string)
+	}
 	// Refusals is told of them (*instrument.RefusalLog); the client is "".
-	Refusals interface{ Refused(tier, rule, reason, client string) }
+	Refusals interface {
+		Refused(tier, rule, reason, client string)
+	}
 	// Admitted observes, in seconds, the time from the gate (from the
 	// handler's call when there is no gate) to the answer's headers, of
 	// every request that reaches the handler: the wait for a permit plus
