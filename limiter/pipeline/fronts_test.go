@@ -1,0 +1,237 @@
+package pipeline_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/echolimit"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/identity"
+	"github.com/throttledhq/throttled/limiter/pipeline"
+	"github.com/throttledhq/throttled/limiter/redisstore"
+)
+
+// A front puts the pipeline in front of an application as one way of
+// running throttled does. Every situation runs through every front (see
+// TestSituations); a front for the sidecar's proxy, the rate limit service
+// or POST /v1/check joins the list fronts.
+type front interface {
+	name() string
+	// serve returns app behind p as the front serves it: the test sends
+	// its requests to that handler and judges the answers.
+	serve(t *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler
+	// handles reports whether the front runs a handler (or an upstream):
+	// fronts that stop after the decision stages skip the situations that
+	// need one.
+	handles() bool
+}
+
+var fronts = []front{netHTTP{}, echoFront{}}
+
+// netHTTP is Pipeline.Handler, the net/http middleware.
+type netHTTP struct{}
+
+func (netHTTP) name() string  { return "net/http" }
+func (netHTTP) handles() bool { return true }
+func (netHTTP) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+	return p.Handler(app)
+}
+
+// echoFront is echolimit.Middleware on an Echo app whose every route is app.
+type echoFront struct{}
+
+func (echoFront) name() string  { return "echo" }
+func (echoFront) handles() bool { return true }
+func (echoFront) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+	e := echo.New()
+	e.Use(echolimit.Middleware(p))
+	e.Any("/*", echo.WrapHandler(app))
+	return e
+}
+
+// app is the application behind the pipeline. It answers status, and sets
+// X-RateLimit-Limit: 999 and X-App: yes, the first to be replaced by the
+// pipeline's own on a limited request.
+type app struct {
+	status atomic.Int64
+	calls  atomic.Int64
+	// slow: wait for the request's context to end, then answer 504 when the
+	// cause is a timeout (the breaker's deadline), as a proxy does.
+	slow atomic.Bool
+}
+
+func newApp() *app {
+	a := &app{}
+	a.status.Store(http.StatusOK)
+	return a
+}
+
+func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.calls.Add(1)
+	w.Header().Set(enforce.HeaderLimit, "999")
+	w.Header().Set("X-App", "yes")
+	if a.slow.Load() {
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusGatewayTimeout)
+		return
+	}
+	w.WriteHeader(int(a.status.Load()))
+	_, _ = w.Write([]byte("app"))
+}
+
+// counter is a fake Settings.Metrics and Settings.Refusals.
+type counter struct {
+	mu       sync.Mutex
+	counted  map[[3]string]int // tier, rule, reason
+	refused  map[[3]string]int
+	observed int // Settings.Admitted
+}
+
+func newCounter() *counter {
+	return &counter{counted: map[[3]string]int{}, refused: map[[3]string]int{}}
+}
+
+func (c *counter) Count(tier, rule, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counted[[3]string{tier, rule, reason}]++
+}
+
+func (c *counter) Refused(tier, rule, reason, _ string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refused[[3]string{tier, rule, reason}]++
+}
+
+func (c *counter) Observe(float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observed++
+}
+
+// apiKeyIdentifier believes the X-API-Key header.
+type apiKeyIdentifier struct{}
+
+func (apiKeyIdentifier) Identify(r *http.Request) identity.Client {
+	return identity.Client{APIKey: r.Header.Get("X-API-Key"), IP: "192.0.2.1"}
+}
+
+type assignments map[string]string
+
+func (a assignments) TierOf(k string) (string, bool) { t, ok := a[k]; return t, ok }
+
+// multipliers is a fixed multiplier.Source.
+type multipliers map[string]float64
+
+func (m multipliers) Multiplier(tier string) float64 {
+	if v, ok := m[tier]; ok {
+		return v
+	}
+	return 1
+}
+
+// rates is a fixed multiplier.RateSource (tier admission caps).
+type rates map[string]float64
+
+func (r rates) Rate(tier string) float64 { return r[tier] }
+
+// quota is the free tier's: 3 a minute, all at once.
+const quota = 3
+
+// fixture is the parts one situation runs with, made anew for each front:
+// a situation's setup changes them before the pipeline is made.
+type fixture struct {
+	t       *testing.T
+	store   limiter.Store
+	policy  enforce.Policy
+	es      enforce.Settings
+	s       pipeline.Settings
+	app     *app
+	counter *counter
+	handler http.Handler // the front, once made
+	undo    []func()     // releases what the setup holds
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{t: t, store: limiter.NewMemory(), app: newApp(), counter: newCounter()}
+	f.policy = enforce.Policy{
+		Tiers: []enforce.Tier{
+			{Name: "free", Limit: quota, Period: time.Minute, Burst: quota, Priority: 1},
+			{Name: "premium", Limit: 100, Period: time.Minute, Burst: 100, Priority: 0},
+		},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/api", Keys: []string{"header:X-API-Key"}}},
+	}
+	f.es = enforce.Settings{Identifier: apiKeyIdentifier{}, Tiers: assignments{"k1": "free", "k2": "premium"}}
+	f.s = pipeline.Settings{Metrics: f.counter, Refusals: f.counter, Admitted: f.counter}
+	return f
+}
+
+// redis puts the fixture's buckets on a real Redis.
+func (f *fixture) redis() {
+	r := testenv.StartRedis(f.t)
+	f.store = redisstore.New(r.Client(), limiter.WithPrefix("pipeline:"))
+}
+
+// build makes the enforcer and the pipeline, and serves them through fr.
+func (f *fixture) build(fr front) {
+	f.t.Helper()
+	e, err := enforce.New(f.store, f.policy, f.es)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.s.Enforcer = e
+	p, err := pipeline.New(f.s)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.handler = fr.serve(f.t, p, f.app)
+}
+
+// request is a GET of path by key k1 (tier free).
+func request(path string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Header.Set("X-API-Key", "k1")
+	return r
+}
+
+// send serves r and returns the answer.
+func (f *fixture) send(r *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	f.handler.ServeHTTP(rec, r)
+	return rec
+}
+
+// get sends n GETs of path and returns the last answer.
+func (f *fixture) get(path string, n int) *httptest.ResponseRecorder {
+	var rec *httptest.ResponseRecorder
+	for range n {
+		rec = f.send(request(path))
+	}
+	return rec
+}
+
+// refusal is the JSON body of a refused answer; zero when it is none.
+func refusal(rec *httptest.ResponseRecorder) enforce.Refusal {
+	var r enforce.Refusal
+	_ = json.Unmarshal(rec.Body.Bytes(), &r)
+	return r
+}
+
+// eventually waits, bounded, for cond; it synchronises with the request
+// in flight and asserts nothing about speed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
