@@ -1,9 +1,14 @@
 package pipeline_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +39,7 @@ type front interface {
 	handles() bool
 }
 
-var fronts = []front{netHTTP{}, echoFront{}}
+var fronts = []front{netHTTP{}, echoFront{}, reverseProxy{}}
 
 // netHTTP is Pipeline.Handler, the net/http middleware.
 type netHTTP struct{}
@@ -55,6 +60,58 @@ func (echoFront) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) htt
 	e.Use(echolimit.Middleware(p))
 	e.Any("/*", echo.WrapHandler(app))
 	return e
+}
+
+// reverseProxy is a sidecar in small: httputil.ReverseProxy to app on a
+// real listener, behind Pipeline.Handler, whose error handler answers 504
+// to a timeout (the breaker's deadline among them: the transport returns
+// the context's cause) and 502 to any other transport error. The sidecar's
+// own front replaces it when it moves to its package.
+type reverseProxy struct{}
+
+func (reverseProxy) name() string  { return "reverse proxy" }
+func (reverseProxy) handles() bool { return true }
+func (reverseProxy) serve(t *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+	up := httptest.NewServer(app)
+	t.Cleanup(up.Close)
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		ModifyResponse: upgradeOursWin,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+				w.WriteHeader(http.StatusGatewayTimeout)
+				return
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	return p.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" && pipeline.ResultOf(w) != nil { // see upgradeOursWin
+			r = r.WithContext(context.WithValue(r.Context(), limitedKey{}, true))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+}
+
+type limitedKey struct{}
+
+// upgradeOursWin drops the upstream's rate-limit headers from its 101 to a
+// limited request: ReverseProxy adds the upstream's headers to the
+// client's after it hijacks the connection, when the pipeline has put ours
+// there, so only this keeps the client from seeing two of each. Every
+// other answer gets ours in place of the upstream's from the pipeline.
+func upgradeOursWin(resp *http.Response) error {
+	if resp.StatusCode == http.StatusSwitchingProtocols && resp.Request.Context().Value(limitedKey{}) != nil {
+		for _, h := range []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset,
+			enforce.HeaderPolicy, enforce.HeaderRateLimit, enforce.HeaderRetryAfter} {
+			resp.Header.Del(h)
+		}
+	}
+	return nil
 }
 
 // app is the application behind the pipeline. It answers status, and sets
@@ -78,6 +135,10 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.calls.Add(1)
 	w.Header().Set(enforce.HeaderLimit, "999")
 	w.Header().Set("X-App", "yes")
+	if r.Header.Get("Upgrade") != "" {
+		upgrade(w, r)
+		return
+	}
 	if a.slow.Load() {
 		<-r.Context().Done()
 		w.WriteHeader(http.StatusGatewayTimeout)
@@ -86,6 +147,35 @@ func (a *app) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(int(a.status.Load()))
 	_, _ = w.Write([]byte("app"))
 }
+
+// upgrade switches to a protocol that says, 3 breaker deadlines later,
+// whether the request's context is still alive: a 101 with the header map
+// as it is (ours in place of the app's on a limited request).
+func upgrade(w http.ResponseWriter, r *http.Request) {
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer conn.Close()
+	w.Header().Set("Connection", "Upgrade")
+	w.Header().Set("Upgrade", "probe")
+	_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
+	_ = w.Header().Write(brw)
+	_, _ = brw.WriteString("\r\n")
+	_ = brw.Flush()
+	time.Sleep(3 * upgradeDeadline)
+	msg := "alive"
+	if r.Context().Err() != nil {
+		msg = "ended"
+	}
+	_, _ = brw.WriteString(msg)
+	_ = brw.Flush()
+}
+
+// upgradeDeadline is the breaker's deadline in TestUpgrade: long enough to
+// answer within, under -race.
+const upgradeDeadline = 100 * time.Millisecond
 
 // counter is a fake Settings.Metrics and Settings.Refusals.
 type counter struct {
@@ -180,8 +270,13 @@ func (f *fixture) redis() {
 	f.store = redisstore.New(r.Client(), limiter.WithPrefix("pipeline:"))
 }
 
-// build makes the enforcer and the pipeline, and serves them through fr.
-func (f *fixture) build(fr front) {
+// build makes the enforcer and the pipeline, and serves f.app behind them
+// through fr.
+func (f *fixture) build(fr front) { f.serve(fr, f.app) }
+
+// serve makes the enforcer and the pipeline, and serves app behind them
+// through fr.
+func (f *fixture) serve(fr front, app http.Handler) {
 	f.t.Helper()
 	e, err := enforce.New(f.store, f.policy, f.es)
 	if err != nil {
@@ -192,7 +287,7 @@ func (f *fixture) build(fr front) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.handler = fr.serve(f.t, p, f.app)
+	f.handler = fr.serve(f.t, p, app)
 }
 
 // request is a GET of path by key k1 (tier free).

@@ -1,7 +1,10 @@
 package pipeline_test
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -255,4 +258,38 @@ func breakerTimedOut(f *fixture) *httptest.ResponseRecorder {
 	}
 	f.app.slow.Store(false)
 	return f.get("/api/items", 1)
+}
+
+// TestUpgrade: a connection upgrade (the handler hijacks it, or the
+// upstream answers 101 through a reverse proxy) carries our rate-limit
+// headers in place of the app's, once, and outlives the breaker's deadline:
+// the 101 was its answer in time.
+func TestUpgrade(t *testing.T) {
+	for _, fr := range fronts {
+		t.Run(fr.name(), func(t *testing.T) {
+			f := newFixture(t)
+			breakers(upgradeDeadline)(f)
+			f.build(fr)
+			srv := httptest.NewServer(f.handler)
+			defer srv.Close()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_, _ = io.WriteString(conn, "GET /api/ws HTTP/1.1\r\nHost: x\r\nX-API-Key: k1\r\nConnection: Upgrade\r\nUpgrade: probe\r\n\r\n")
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest, err := io.ReadAll(br)
+			if resp.StatusCode != 101 || string(rest) != "alive" || err != nil {
+				t.Fatalf("%d, then %q (%v): want 101, then alive", resp.StatusCode, rest, err)
+			}
+			if got := resp.Header.Values(enforce.HeaderLimit); len(got) != 1 || got[0] != "3" || resp.Header.Get(enforce.HeaderPolicy) == "" {
+				t.Errorf("X-RateLimit-Limit %q, RateLimit-Policy %q: want ours, once", got, resp.Header.Get(enforce.HeaderPolicy))
+			}
+		})
+	}
 }

@@ -85,3 +85,23 @@ func (c *call) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap is the writer the pipeline was given, for http.ResponseController.
 func (c *call) Unwrap() http.ResponseWriter { return c.w }
+
+// ResultOf is the Enforcer's decision for the request that w (the writer
+// the pipeline gave a handler, or one that wraps it and has Unwrap) answers:
+// its tier, rule and rate-limit headers. It is nil when no rule applied.
+// It is the pipeline's until Serve returns: copy what you keep.
+func ResultOf(w http.ResponseWriter) *enforce.Result {
+	for {
+		switch t := w.(type) {
+		case *call:
+			if !t.res.Limited {
+				return nil
+			}
+			return &t.res
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
