@@ -153,50 +153,37 @@ func TestServePanicIsAFailure(t *testing.T) {
 	}
 }
 
+// hijackable is a recorder whose connection a handler can take over.
+type hijackable struct {
+	*httptest.ResponseRecorder
+	hijacked bool
+}
+
+func (h *hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h.hijacked = true
+	conn, _ := net.Pipe()
+	return conn, bufio.NewReadWriter(bufio.NewReader(conn), bufio.NewWriter(conn)), nil
+}
+
 // A hijacked connection (an upgrade) is an answer in time: the deadline
 // no longer applies, and http.ResponseController reaches the connection
 // through the breaker's writer.
 func TestServeHijackIsAnAnswer(t *testing.T) {
 	const deadline = 100 * time.Millisecond // long enough to answer within, under -race
 	b := routeBreaker(t, BreakerSettings{ConsecutiveFailures: 1, OpenTimeout: time.Hour, Deadline: deadline})
-	served := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer close(served)
-		_ = b.Serve(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			conn, brw, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				t.Errorf("hijack: %v", err)
-				return
-			}
-			defer conn.Close()
-			time.Sleep(3 * deadline)
-			msg := "alive"
-			if r.Context().Err() != nil {
-				msg = "cancelled"
-			}
-			_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n" + msg)
-			_ = brw.Flush()
-		}))
+	w := &hijackable{ResponseRecorder: httptest.NewRecorder()}
+	var alive bool
+	err := b.Serve(w, httptest.NewRequest(http.MethodGet, "/x", nil), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		time.Sleep(3 * deadline)
+		alive = r.Context().Err() == nil
 	}))
-	defer srv.Close()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, _ = io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n")
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := make([]byte, 5)
-	_, err = io.ReadFull(br, body)
-	if err != nil || resp.StatusCode != 101 || string(body) != "alive" {
-		t.Fatalf("%d %q %v: want 101 and a live context", resp.StatusCode, body, err)
-	}
-	<-served
-	if b.State() != StateClosed {
-		t.Fatalf("state %v, want closed", b.State())
+	if err != nil || !w.hijacked || !alive || b.State() != StateClosed {
+		t.Fatalf("err %v, hijacked %v, context alive past the deadline %v, state %v", err, w.hijacked, alive, b.State())
 	}
 }

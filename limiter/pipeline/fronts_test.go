@@ -19,7 +19,6 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/echolimit"
 	"github.com/throttledhq/throttled/limiter/enforce"
-	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
@@ -207,31 +206,23 @@ func (c *counter) Observe(float64) {
 	c.observed++
 }
 
-// apiKeyIdentifier believes the X-API-Key header.
-type apiKeyIdentifier struct{}
-
-func (apiKeyIdentifier) Identify(r *http.Request) identity.Client {
-	return identity.Client{APIKey: r.Header.Get("X-API-Key"), IP: "192.0.2.1"}
+// control is what the controller and the admin API tell the enforcer:
+// tier assignments, and each tier's multiplier (1 unless set) and
+// admission cap (none unless set).
+type control struct {
+	tiers        map[string]string
+	mults, rates map[string]float64
 }
 
-type assignments map[string]string
-
-func (a assignments) TierOf(k string) (string, bool) { t, ok := a[k]; return t, ok }
-
-// multipliers is a fixed multiplier.Source.
-type multipliers map[string]float64
-
-func (m multipliers) Multiplier(tier string) float64 {
-	if v, ok := m[tier]; ok {
-		return v
+func (c *control) TierOf(key string) (string, bool) { t, ok := c.tiers[key]; return t, ok }
+func (c *control) Rate(tier string) float64         { return c.rates[tier] }
+func (c *control) Multiplier(tier string) float64 {
+	m, set := c.mults[tier]
+	if !set {
+		m = 1
 	}
-	return 1
+	return m
 }
-
-// rates is a fixed multiplier.RateSource (tier admission caps).
-type rates map[string]float64
-
-func (r rates) Rate(tier string) float64 { return r[tier] }
 
 // quota is the free tier's: 3 a minute, all at once.
 const quota = 3
@@ -241,6 +232,7 @@ const quota = 3
 type fixture struct {
 	t       *testing.T
 	store   limiter.Store
+	control control
 	policy  enforce.Policy
 	es      enforce.Settings
 	s       pipeline.Settings
@@ -259,7 +251,8 @@ func newFixture(t *testing.T) *fixture {
 		},
 		Rules: []enforce.Rule{{Name: "per-key", Path: "/api", Keys: []string{"header:X-API-Key"}}},
 	}
-	f.es = enforce.Settings{Identifier: apiKeyIdentifier{}, Tiers: assignments{"k1": "free", "k2": "premium"}}
+	f.control.tiers = map[string]string{"k1": "free", "k2": "premium"}
+	f.es = enforce.Settings{Tiers: &f.control, Multipliers: &f.control, Rates: &f.control} // X-API-Key: the default identity
 	f.s = pipeline.Settings{Metrics: f.counter, Refusals: f.counter, Admitted: f.counter}
 	return f
 }
