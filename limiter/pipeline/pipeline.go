@@ -54,20 +54,20 @@ const BreakerPrefix = "upstream:"
 // Pipeline runs the stages of its Settings around a handler. Safe for
 // concurrent use.
 type Pipeline struct {
-	s          Settings
-	routes     enforce.Routes    // RouteBulkheads' patterns, sorted
-	breakers   enforce.Routes    // BreakerRoutes
-	breakerOf  map[string]string // route pattern ("" none) → breaker name
-	calls      sync.Pool         // of *call
-	needsWrite bool              // Admitted: every request's answer is watched
+	s         Settings
+	routes    enforce.Routes    // RouteBulkheads' patterns, sorted
+	breakers  enforce.Routes    // BreakerRoutes
+	breakerOf map[string]string // route pattern ("" none) → breaker name
+	calls     sync.Pool         // of *call
 }
 
-// New checks s and returns its Pipeline.
+// New checks s and returns its Pipeline, which keeps copies of its maps.
 func New(s Settings) (*Pipeline, error) {
 	if s.Enforcer == nil {
 		return nil, errors.New("pipeline: Settings.Enforcer is required")
 	}
-	p := &Pipeline{s: s, needsWrite: s.Admitted != nil}
+	s.Bulkheads, s.RouteBulkheads = maps.Clone(s.Bulkheads), maps.Clone(s.RouteBulkheads)
+	p := &Pipeline{s: s}
 	p.routes = enforce.NewRoutes(slices.Sorted(maps.Keys(s.RouteBulkheads)))
 	if s.Breakers != nil {
 		p.breakers = enforce.NewRoutes(s.BreakerRoutes)
@@ -130,7 +130,9 @@ func (p *Pipeline) hold(c *call, w http.ResponseWriter, r *http.Request) bool {
 	if p.s.Gate == nil {
 		return true
 	}
-	c.start = time.Now()
+	if p.s.Admitted != nil {
+		c.start = time.Now() // its wait for a permit counts
+	}
 	pm, err := p.s.Gate.Acquire(ctx, c.res.Priority)
 	if err != nil {
 		p.refuseGate(w, c.res.Tier, err)
@@ -151,8 +153,8 @@ func (p *Pipeline) routeBulkhead(path string) *bulkhead.Bulkhead {
 // that puts the rate-limit headers on next's answer when it needs one.
 func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next http.Handler) {
 	hw := w
-	if c.res.Limited || p.needsWrite {
-		if c.start.IsZero() {
+	if c.res.Limited || p.s.Admitted != nil {
+		if p.s.Admitted != nil && c.start.IsZero() {
 			c.start = time.Now()
 		}
 		c.w, hw = w, c
