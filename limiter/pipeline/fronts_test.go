@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/echolimit"
+	"github.com/throttledhq/throttled/limiter/fallback"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
@@ -261,6 +263,16 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) redis() {
 	r := testenv.StartRedis(f.t)
 	f.store = redisstore.New(r.Client(), limiter.WithPrefix("pipeline:"))
+}
+
+// redisDown puts the fixture's buckets on a Redis that is down, behind
+// the fallback (local policy: this instance's share of each quota).
+func (f *fixture) redisDown() {
+	st, err := fallback.New(redisstore.New(testenv.DeadRedis(f.t)), fallback.Settings{}, prometheus.NewRegistry())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.store = st
 }
 
 // build makes the enforcer and the pipeline, and serves f.app behind them

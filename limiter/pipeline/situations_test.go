@@ -46,6 +46,10 @@ var situations = []situation{
 		want: want{status: 429, reason: "over_quota", rule: "per-key", rateLimit: "3", appCalls: quota, remaining: "0"}},
 	{name: "over quota on redis", setup: (*fixture).redis, run: getItems(quota + 1),
 		want: want{status: 429, reason: "over_quota", rule: "per-key", rateLimit: "3", appCalls: quota, remaining: "0"}},
+	{name: "redis down: the local fallback decides", setup: (*fixture).redisDown, run: getItems(quota + 1),
+		want: want{status: 429, reason: "over_quota", rule: "per-key", rateLimit: "3", appCalls: quota, remaining: "0"}},
+	{name: "a shadow rule would refuse", setup: shadowRule, run: getItems(2),
+		want: want{status: 200, rateLimit: "1", appCalls: 2, remaining: "0"}}, // the shadow rule is the most restrictive
 	{name: "tier cap", setup: func(f *fixture) { f.control.rates = map[string]float64{"free": 1} }, run: getItems(2),
 		want: want{status: 503, reason: "shed", rule: enforce.TierAdmissionRule, rateLimit: "1", appCalls: 1}},
 	{name: "multiplier cut", setup: func(f *fixture) { f.control.mults = map[string]float64{"free": 0.01} }, run: getItems(2),
@@ -163,6 +167,12 @@ func equalCounts(a, b map[[3]string]int) bool {
 		}
 	}
 	return true
+}
+
+// shadowRule adds a rule of 1 a minute that only records its refusals.
+func shadowRule(f *fixture) {
+	f.policy.Rules = append(f.policy.Rules, enforce.Rule{Name: "shadow", Path: "/api", Keys: []string{"header:X-API-Key"},
+		Limit: 1, Period: time.Minute, Mode: enforce.ModeShadow})
 }
 
 // getItems sends n GETs of /api/items.
