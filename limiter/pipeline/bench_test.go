@@ -22,7 +22,7 @@ type statusWriter struct {
 	status int
 }
 
-func (w *statusWriter) Header() http.Header { return w.h }
+func (w *statusWriter) Header() http.Header  { return w.h }
 func (w *statusWriter) WriteHeader(code int) { w.status = code }
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {

@@ -19,8 +19,8 @@ import (
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/echolimit"
-	"github.com/throttledhq/throttled/limiter/fallback"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/fallback"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
