@@ -35,6 +35,18 @@
 // its own decisions.
 //
 // Nothing in the pipeline allocates for an admitted request beyond what
-// the Enforcer's Check does, save a breaker's call (its context and the
-// request carrying it).
+// the Enforcer's Check does (its state and writer are pooled), save a
+// breaker's call: its context, the request carrying it, and gobreaker's
+// own (see BenchmarkPipeline). Echo's front adds the echo.Response that
+// the handler writes through.
+//
+// A front that is not net/http runs Serve with its own next (see
+// limiter/echolimit). A reverse proxy runs Handler around its
+// httputil.ReverseProxy: the breaker then counts the proxy's answers (its
+// error handler's 502 and 504 among them), its deadline ends the upstream
+// call (context.Cause is a *bulkhead.DeadlineError, a timeout, so answer
+// 504 to it), and the rate-limit headers replace the upstream's on every
+// answer but a 101, to which ReverseProxy adds the upstream's headers after
+// the hijack: drop those in ModifyResponse for a limited request (the
+// reverseProxy front of this package's tests shows how).
 package pipeline
