@@ -11,9 +11,9 @@ import (
 // Middleware runs p, the whole request pipeline, around Echo's handlers
 // (Echo v4 adapter): the same stages, answers and headers as
 // p.Handler gives a net/http handler. Refusals are written through Echo's
-// Response, so that Echo's hooks and middlewares before this one see them.
-// An error the handler returns goes through Echo's HTTPErrorHandler here,
-// within the pipeline, so that the breaker counts the status finally
+// Response, so that Echo's hooks and the middlewares before this one see
+// them. An error the handler returns goes through Echo's HTTPErrorHandler
+// here, within the pipeline, so that the breaker counts the status finally
 // written and the rate-limit headers go on that answer; the middleware then
 // returns nil.
 //
@@ -22,37 +22,45 @@ import (
 func Middleware(p *pipeline.Pipeline) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			h := handlers.Get().(*handler)
-			h.c, h.next = c, next
-			p.Serve(c.Response(), c.Request(), h)
-			*h = handler{}
-			handlers.Put(h)
+			f := fronts.Get().(*front)
+			f.ResponseWriter, f.c, f.next = c.Response(), c, next
+			p.Serve(f, c.Request(), f)
+			*f = front{}
+			fronts.Put(f)
 			return nil
 		}
 	}
 }
 
-var handlers = sync.Pool{New: func() any { return new(handler) }}
+var fronts = sync.Pool{New: func() any { return new(front) }}
 
-// handler is Echo's next handler as the pipeline's next: it gives the
-// handler the writer and request the pipeline hands on (as Echo's Response
-// and Request), and puts back the originals after.
-type handler struct {
-	c    echo.Context
-	next echo.HandlerFunc
+// front is one request's way between Echo and the pipeline: the writer the
+// pipeline answers on, and its next. The pipeline's refusals go to Echo's
+// Response. The handler writes through Echo's Response too, under which
+// the pipeline's writer (over this one) is put meanwhile, this one then
+// writing to the writer that was under Echo's Response.
+type front struct {
+	http.ResponseWriter // Echo's Response; the writer under it while the handler runs
+	c                   echo.Context
+	next                echo.HandlerFunc
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := h.c
-	if resp := c.Response(); w != http.ResponseWriter(resp) {
-		c.SetResponse(echo.NewResponse(w, c.Echo()))
-		defer c.SetResponse(resp)
+// Unwrap is the writer f writes to, for http.ResponseController.
+func (f *front) Unwrap() http.ResponseWriter { return f.ResponseWriter }
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := f.c
+	if w != http.ResponseWriter(f) { // the pipeline's writer over f
+		resp := c.Response()
+		under := resp.Writer
+		f.ResponseWriter, resp.Writer = under, w
+		defer func() { resp.Writer, f.ResponseWriter = under, resp }()
 	}
-	if req := c.Request(); r != req {
+	if req := c.Request(); r != req { // the breaker's deadline
 		c.SetRequest(r)
 		defer c.SetRequest(req)
 	}
-	if err := h.next(c); err != nil {
+	if err := f.next(c); err != nil {
 		c.Error(err)
 	}
 }

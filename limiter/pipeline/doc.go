@@ -37,8 +37,7 @@
 // Nothing in the pipeline allocates for an admitted request beyond what
 // the Enforcer's Check does (its state and writer are pooled), save a
 // breaker's call: its context, the request carrying it, and gobreaker's
-// own (see BenchmarkPipeline). Echo's front adds the echo.Response that
-// the handler writes through.
+// own (see BenchmarkPipeline); so does Echo's front.
 //
 // A front that is not net/http runs Serve with its own next (see
 // limiter/echolimit). A reverse proxy runs Handler around its
