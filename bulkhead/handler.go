@@ -38,8 +38,9 @@ func (e *DeadlineError) Timeout() bool { return true }
 // request next is given, with a *DeadlineError as its cause (see
 // context.Cause), and the answer next writes then (a proxy's 504, say)
 // still goes to the client. A request whose own context ended (the client
-// went away) counts neither way; so does an answer taken over by Hijack,
-// as a success (101). A panic before the headers is a failure.
+// went away) counts neither way. A connection taken over by Hijack (an
+// upgrade) is an answer, a success when in time. A panic before the
+// headers is a failure.
 //
 // Serve writes nothing itself. It returns nil when it called next; else
 // ErrOpen when the breaker refuses (open, or half-open with its probes in
