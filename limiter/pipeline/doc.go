@@ -23,8 +23,8 @@
 //  5. the handler (or upstream). An admitted request that a rule limits
 //     carries the rate-limit headers on the handler's answer, in place of
 //     any the handler set under the same names.
-//  6. permits released; Settings.Admitted observes the time from the gate
-//     to the answer's headers.
+//  6. permits released; Settings.Answers is told of the answer's status,
+//     the time from the gate to its headers and the handler's own time.
 //
 // The bulkheads come before the gate, as the sidecar has always had them
 // (a request that a bulkhead refuses never takes a gate permit). A client

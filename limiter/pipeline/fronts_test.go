@@ -1,13 +1,10 @@
 package pipeline_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"net"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -23,6 +20,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/fallback"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/proxy"
 )
 
 // A front puts the pipeline in front of an application as one way of
@@ -63,11 +61,9 @@ func (echoFront) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) htt
 	return e
 }
 
-// reverseProxy is a sidecar in small: httputil.ReverseProxy to app on a
-// real listener, behind Pipeline.Handler, whose error handler answers 504
-// to a timeout (the breaker's deadline among them: the transport returns
-// the context's cause) and 502 to any other transport error. The sidecar's
-// own front replaces it when it moves to its package.
+// reverseProxy is the sidecar (package proxy) in front of app on a real
+// listener: its error handler answers 504 to a timeout (the breaker's
+// deadline among them) and 502 to any other transport error.
 type reverseProxy struct{}
 
 func (reverseProxy) name() string  { return "reverse proxy" }
@@ -79,40 +75,11 @@ func (reverseProxy) serve(t *testing.T, p *pipeline.Pipeline, app http.Handler) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite:        func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		ModifyResponse: upgradeOursWin,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-				w.WriteHeader(http.StatusGatewayTimeout)
-				return
-			}
-			w.WriteHeader(http.StatusBadGateway)
-		},
+	px, err := proxy.New(proxy.Settings{Upstream: target, Pipeline: p, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return p.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "" && pipeline.ResultOf(w) != nil { // see upgradeOursWin
-			r = r.WithContext(context.WithValue(r.Context(), limitedKey{}, true))
-		}
-		rp.ServeHTTP(w, r)
-	}))
-}
-
-type limitedKey struct{}
-
-// upgradeOursWin drops the upstream's rate-limit headers from its 101 to a
-// limited request: ReverseProxy adds the upstream's headers to the
-// client's after it hijacks the connection, when the pipeline has put ours
-// there, so only this keeps the client from seeing two of each. Every
-// other answer gets ours in place of the upstream's from the pipeline.
-func upgradeOursWin(resp *http.Response) error {
-	if resp.StatusCode == http.StatusSwitchingProtocols && resp.Request.Context().Value(limitedKey{}) != nil {
-		for _, h := range []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset,
-			enforce.HeaderPolicy, enforce.HeaderRateLimit, enforce.HeaderRetryAfter} {
-			resp.Header.Del(h)
-		}
-	}
-	return nil
+	return px
 }
 
 // app is the application behind the pipeline. It answers status, and sets
@@ -183,11 +150,13 @@ type counter struct {
 	mu       sync.Mutex
 	counted  map[[3]string]int // tier, rule, reason
 	refused  map[[3]string]int
-	observed int // Settings.Admitted
+	observed int         // Settings.Answers
+	statuses map[int]int // the answers' statuses, as Settings.Answers saw them
+	badTimes int         // answers whose admitted time is shorter than the handler's
 }
 
 func newCounter() *counter {
-	return &counter{counted: map[[3]string]int{}, refused: map[[3]string]int{}}
+	return &counter{counted: map[[3]string]int{}, refused: map[[3]string]int{}, statuses: map[int]int{}}
 }
 
 func (c *counter) Count(tier, rule, reason string) {
@@ -202,10 +171,14 @@ func (c *counter) Refused(tier, rule, reason, _ string) {
 	c.refused[[3]string{tier, rule, reason}]++
 }
 
-func (c *counter) Observe(float64) {
+func (c *counter) Answered(status int, admitted, handler time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.observed++
+	c.statuses[status]++
+	if handler < 0 || admitted < handler {
+		c.badTimes++
+	}
 }
 
 // control is what the controller and the admin API tell the enforcer:
@@ -255,7 +228,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.control.tiers = map[string]string{"k1": "free", "k2": "premium"}
 	f.es = enforce.Settings{Tiers: &f.control, Multipliers: &f.control, Rates: &f.control} // X-API-Key: the default identity
-	f.s = pipeline.Settings{Metrics: f.counter, Refusals: f.counter, Admitted: f.counter}
+	f.s = pipeline.Settings{Metrics: f.counter, Refusals: f.counter, Answers: f.counter}
 	return f
 }
 

@@ -40,11 +40,18 @@ type Settings struct {
 	Refusals interface {
 		Refused(tier, rule, reason, client string)
 	}
-	// Admitted observes, in seconds, the time from the gate (from the
-	// handler's call when there is no gate) to the answer's headers, of
-	// every request that reaches the handler: the wait for a permit plus
-	// the handler's (the upstream's) response time. A prometheus.Histogram.
-	Admitted interface{ Observe(float64) }
+	// Answers is told of every answer a handler (the upstream) gives, as
+	// its headers go out; the in-process signals read what it records.
+	Answers Observer
+}
+
+// Observer is told of every request that reached the handler: the status
+// of its answer; admitted, the time from the gate (from the handler's
+// call when there is no gate) to the answer's headers, the wait for a
+// permit plus the handler's response time; and handler, the handler's own
+// time to its headers.
+type Observer interface {
+	Answered(status int, admitted, handler time.Duration)
 }
 
 // BreakerPrefix begins the name of every route's breaker: the rule of a
@@ -130,7 +137,7 @@ func (p *Pipeline) hold(c *call, w http.ResponseWriter, r *http.Request) bool {
 	if p.s.Gate == nil {
 		return true
 	}
-	if p.s.Admitted != nil {
+	if p.s.Answers != nil {
 		c.start = time.Now() // its wait for a permit counts
 	}
 	pm, err := p.s.Gate.Acquire(ctx, c.res.Priority)
@@ -153,15 +160,18 @@ func (p *Pipeline) routeBulkhead(path string) *bulkhead.Bulkhead {
 // that puts the rate-limit headers on next's answer when it needs one.
 func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next http.Handler) {
 	hw := w
-	if c.res.Limited || p.s.Admitted != nil {
-		if p.s.Admitted != nil && c.start.IsZero() {
-			c.start = time.Now()
+	if c.res.Limited || p.s.Answers != nil {
+		if p.s.Answers != nil {
+			c.called = time.Now()
+			if c.start.IsZero() {
+				c.start = c.called
+			}
 		}
 		c.w, hw = w, c
 	}
 	if p.s.Breakers == nil {
 		next.ServeHTTP(hw, r)
-		c.answer()
+		c.answer(http.StatusOK)
 		return
 	}
 	name := p.breakerOf[p.breakers.Of(r.URL.Path, "")]
@@ -172,5 +182,5 @@ func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next 
 		p.refuseBreaker(w, b, c.res.Tier, err)
 		return
 	}
-	c.answer()
+	c.answer(http.StatusOK)
 }

@@ -136,7 +136,7 @@ func (w want) judgeRefusal(t *testing.T, rec *httptest.ResponseRecorder) {
 	}
 }
 
-// judgeCounts checks the app's calls, the pipeline's counts and Admitted.
+// judgeCounts checks the app's calls, the pipeline's counts and Answers.
 func (w want) judgeCounts(t *testing.T, f *fixture) {
 	t.Helper()
 	if got := f.app.calls.Load(); got != w.appCalls {
@@ -152,8 +152,12 @@ func (w want) judgeCounts(t *testing.T, f *fixture) {
 	if !equalCounts(c.counted, want) || !equalCounts(c.refused, want) {
 		t.Errorf("counted %v, refusals logged %v; want %v", c.counted, c.refused, want)
 	}
-	if int64(c.observed) != w.appCalls {
-		t.Errorf("Admitted observed %d answers, want one per app call (%d)", c.observed, w.appCalls)
+	if int64(c.observed) != w.appCalls || c.badTimes > 0 {
+		t.Errorf("Answers saw %d answers (%d timed admitted < handler), want one per app call (%d)",
+			c.observed, c.badTimes, w.appCalls)
+	}
+	if w.appCalls > 0 && w.reason == "" && c.statuses[w.status] == 0 { // the app gave the last answer
+		t.Errorf("Answers saw statuses %v; the last answer was %d", c.statuses, w.status)
 	}
 }
 

@@ -12,13 +12,14 @@ import (
 
 // call is one request's way through the pipeline, pooled: its decision,
 // the permits it holds, and the writer the handler answers through when
-// the answer needs the rate-limit headers or its time (Settings.Admitted).
+// the answer needs the rate-limit headers or its time (Settings.Answers).
 type call struct {
 	p       *Pipeline
 	res     enforce.Result
 	permits [3]bulkhead.Permit // tier bulkhead, route bulkhead, gate
 	n       int                // permits held
 	start   time.Time          // when it asked the gate (or reached the handler)
+	called  time.Time          // when it reached the handler
 	w       http.ResponseWriter
 	wrote   bool // the answer's headers are out
 }
@@ -40,17 +41,18 @@ func (c *call) done() {
 }
 
 // answer puts the rate-limit headers on the answer, in place of any the
-// handler set under their names, and times it, as its headers go out; or
-// after a handler that wrote nothing, whose 200 net/http sends with the
-// header map as it is then.
-func (c *call) answer() {
+// handler set under their names, and tells Settings.Answers of it, as its
+// headers go out with status; or after a handler that wrote nothing, whose
+// 200 net/http sends with the header map as it is then.
+func (c *call) answer(status int) {
 	if c.wrote || c.w == nil {
 		return
 	}
 	c.wrote = true
 	c.res.WriteHeaders(c.w.Header())
-	if a := c.p.s.Admitted; a != nil {
-		a.Observe(time.Since(c.start).Seconds())
+	if a := c.p.s.Answers; a != nil {
+		now := time.Now()
+		a.Answered(status, now.Sub(c.start), now.Sub(c.called))
 	}
 }
 
@@ -60,26 +62,26 @@ func (c *call) Header() http.Header { return c.w.Header() }
 // pass as they are.
 func (c *call) WriteHeader(status int) {
 	if status >= 200 || status == http.StatusSwitchingProtocols {
-		c.answer()
+		c.answer(status)
 	}
 	c.w.WriteHeader(status)
 }
 
 func (c *call) Write(b []byte) (int, error) {
-	c.answer()
+	c.answer(http.StatusOK)
 	return c.w.Write(b)
 }
 
 // Flush sends the headers (200 unless written) and what is buffered.
 func (c *call) Flush() {
-	c.answer()
+	c.answer(http.StatusOK)
 	_ = http.NewResponseController(c.w).Flush()
 }
 
 // Hijack hands the connection to the handler, which writes its answer
 // (an upgrade's 101) with the header map as it is then.
 func (c *call) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c.answer()
+	c.answer(http.StatusSwitchingProtocols)
 	return http.NewResponseController(c.w).Hijack()
 }
 
