@@ -1,9 +1,10 @@
 package api
 
 import (
-	"math"
 	"regexp"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // Limits of a Config: anything beyond them is refused as absurd.
@@ -49,6 +50,11 @@ type Bound struct {
 
 func rng(lo, hi float64) Bound { return Bound{Min: lo, Max: hi, Range: true} }
 
+// unit is the Bound of an AIMD parameter: 0 (the default) or within r.
+func unit(r multiplier.Range) Bound {
+	return Bound{Min: 0, Max: r.Max, Range: true, ExclusiveMax: r.Open}
+}
+
 const (
 	namePattern      = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
 	methodPattern    = `^[A-Z]{1,16}$`
@@ -76,10 +82,10 @@ var (
 		"align":     {Enum: aligns},
 		"unlimited": {},
 		"priority":  rng(0, MaxPriority),
-		"alpha":     rng(0, 1),
-		"beta":      {Min: 0, Max: 1, Range: true, ExclusiveMax: true},
-		"floor":     rng(0, 1),
-		"ceiling":   rng(0, 1),
+		"alpha":     unit(multiplier.AlphaRange),
+		"beta":      unit(multiplier.BetaRange),
+		"floor":     unit(multiplier.FloorRange),
+		"ceiling":   unit(multiplier.CeilingRange),
 	}
 	ruleBounds = map[string]Bound{
 		"name":                {Pattern: namePattern, Required: true},
@@ -150,11 +156,8 @@ func (b Bound) checkUnit(field string, v float64) error {
 	if v == 0 {
 		return nil
 	}
-	if math.IsNaN(v) || math.IsInf(v, 0) || v < b.Min || v > b.Max || (b.ExclusiveMax && v == b.Max) {
-		if b.ExclusiveMax {
-			return fieldErr(field, "%v: want a number in (0, 1), or 0 for the default", v)
-		}
-		return fieldErr(field, "%v: want a number in (0, 1], or 0 for the default", v)
+	if r := (multiplier.Range{Max: b.Max, Open: b.ExclusiveMax}); !r.Contains(v) {
+		return fieldErr(field, "%v: want a number in %v, or 0 for the default", v, r)
 	}
 	return nil
 }

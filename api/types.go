@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // Duration is a time.Duration written in JSON and YAML as a Go duration
@@ -136,14 +138,6 @@ var (
 	aligns    = []string{"period", "calendar"}
 )
 
-// AIMD defaults: a zero Alpha, Beta, Floor or Ceiling in a Tier means these.
-const (
-	DefaultAlpha   = 0.1
-	DefaultBeta    = 0.5
-	DefaultFloor   = 0.05
-	DefaultCeiling = 1.0
-)
-
 // Tier is a class of clients: its quota (Rate per Period, Burst), the
 // algorithm that counts it, its priority (0 is the highest) and the AIMD
 // parameters the controller uses to scale it under load. The tier's name is
@@ -169,16 +163,12 @@ type Tier struct {
 	Ceiling   float64  `json:"ceiling,omitempty" yaml:"ceiling,omitempty"`
 }
 
-// WithDefaults returns t with zero AIMD parameters and algorithm filled in.
+// WithDefaults returns t with zero AIMD parameters and algorithm filled in:
+// the defaults and the floor rule of multiplier.AIMD.WithDefaults (a zero
+// floor is min(multiplier.DefaultFloor, ceiling)).
 func (t Tier) WithDefaults() Tier {
-	for _, f := range []struct {
-		v   *float64
-		def float64
-	}{{&t.Alpha, DefaultAlpha}, {&t.Beta, DefaultBeta}, {&t.Floor, DefaultFloor}, {&t.Ceiling, DefaultCeiling}} {
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
+	a := multiplier.AIMD{Alpha: t.Alpha, Beta: t.Beta, Floor: t.Floor, Ceiling: t.Ceiling}.WithDefaults()
+	t.Alpha, t.Beta, t.Floor, t.Ceiling = a.Alpha, a.Beta, a.Floor, a.Ceiling
 	if t.Algorithm == "" {
 		t.Algorithm = algorithms[0]
 	}

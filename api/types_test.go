@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 func TestDurationJSON(t *testing.T) {
@@ -84,7 +86,7 @@ func TestTags(t *testing.T) {
 
 func TestWithDefaults(t *testing.T) {
 	got := Tier{Rate: 1, Period: sec(1), Beta: 0.9}.WithDefaults()
-	want := Tier{Rate: 1, Period: sec(1), Algorithm: "token_bucket", Alpha: DefaultAlpha, Beta: 0.9, Floor: DefaultFloor, Ceiling: DefaultCeiling}
+	want := Tier{Rate: 1, Period: sec(1), Algorithm: "token_bucket", Alpha: multiplier.DefaultAlpha, Beta: 0.9, Floor: multiplier.DefaultFloor, Ceiling: multiplier.DefaultCeiling}
 	if got != want {
 		t.Fatalf("%+v", got)
 	}
