@@ -4,16 +4,17 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
-// Limits of a Config: anything beyond them is refused as absurd.
+// Limits of a Config of its own: anything beyond them is refused as
+// absurd. Those it shares with enforcement are the owners': rate, limit,
+// burst and cost within limiter.MaxLimit, periods within limiter.MinPeriod
+// and limiter.MaxPeriod, priority within enforce.MaxPriority, max_wait
+// within enforce.MaxDelay, limits within enforce.MaxLimits.
 const (
-	MaxRate        = 1_000_000_000_000 // rate, limit, burst and cost
-	MinPeriod      = time.Millisecond
-	MaxPeriod      = 366 * 24 * time.Hour
-	MaxPriority    = 1000
-	MaxMaxWait     = time.Minute
 	MaxLeaseSize   = 1_000_000
 	MaxLeaseTTL    = time.Minute
 	MaxTiers       = 1000
@@ -55,54 +56,57 @@ func unit(r multiplier.Range) Bound {
 	return Bound{Min: 0, Max: r.Max, Range: true, ExclusiveMax: r.Open}
 }
 
-const (
-	namePattern      = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
-	methodPattern    = `^[A-Z]{1,16}$`
-	headerPattern    = "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}"
-	keySourcePattern = `^(ip|api_key|jwt|client|route|header:` + headerPattern + `)$`
-	pathPattern      = `^/[^ ?#]*$`
-)
+// pathPattern is a rule's match.path; the other patterns are enforce's.
+const pathPattern = `^/[^ ?#]*$`
 
 var (
-	nameRE      = regexp.MustCompile(namePattern)
-	methodRE    = regexp.MustCompile(methodPattern)
-	keySourceRE = regexp.MustCompile(keySourcePattern)
+	nameRE      = regexp.MustCompile(enforce.NamePattern)
+	methodRE    = regexp.MustCompile(enforce.MethodPattern)
+	keySourceRE = regexp.MustCompile(enforce.KeySourcePattern)
 	pathRE      = regexp.MustCompile(pathPattern)
+)
+
+// Enumerations of a Config: the owners' names, the first the default.
+var (
+	algorithms = limiter.AlgorithmNames()
+	aligns     = limiter.AlignNames()
+	fallbacks  = limiter.FallbackPolicyNames()
+	modes      = enforce.ModeNames()
 )
 
 // tierBounds and ruleBounds are the limits of the fields of a Tier and a
 // Rule, by their JSON and YAML names.
 var (
 	tierBounds = map[string]Bound{
-		"name":      {Pattern: namePattern},
-		"rate":      {Min: 1, Max: MaxRate, Range: true, Required: true},
-		"period":    {MinDur: MinPeriod, MaxDur: MaxPeriod, Required: true},
-		"burst":     rng(0, MaxRate),
+		"name":      {Pattern: enforce.NamePattern},
+		"rate":      {Min: 1, Max: limiter.MaxLimit, Range: true, Required: true},
+		"period":    {MinDur: limiter.MinPeriod, MaxDur: limiter.MaxPeriod, Required: true},
+		"burst":     rng(0, limiter.MaxLimit),
 		"algorithm": {Enum: algorithms},
 		"align":     {Enum: aligns},
 		"unlimited": {},
-		"priority":  rng(0, MaxPriority),
+		"priority":  rng(0, enforce.MaxPriority),
 		"alpha":     unit(multiplier.AlphaRange),
 		"beta":      unit(multiplier.BetaRange),
 		"floor":     unit(multiplier.FloorRange),
 		"ceiling":   unit(multiplier.CeilingRange),
 	}
 	ruleBounds = map[string]Bound{
-		"name":                {Pattern: namePattern, Required: true},
+		"name":                {Pattern: enforce.NamePattern, Required: true},
 		"match":               {Required: true},
 		"match.path":          {Pattern: pathPattern, MaxLen: MaxPathLen, Required: true},
-		"match.methods":       {Pattern: methodPattern, MaxItems: 16},
-		"key":                 {Pattern: keySourcePattern, MinItems: 1, MaxItems: MaxKeySources, Required: true},
+		"match.methods":       {Pattern: enforce.MethodPattern, MaxItems: 16},
+		"key":                 {Pattern: enforce.KeySourcePattern, MinItems: 1, MaxItems: MaxKeySources, Required: true},
 		"algorithm":           {Enum: algorithms},
-		"limit":               rng(0, MaxRate),
-		"period":              {MinDur: MinPeriod, MaxDur: MaxPeriod},
-		"burst":               rng(0, MaxRate),
+		"limit":               rng(0, limiter.MaxLimit),
+		"period":              {MinDur: limiter.MinPeriod, MaxDur: limiter.MaxPeriod},
+		"burst":               rng(0, limiter.MaxLimit),
 		"align":               {Enum: aligns},
-		"limits":              {MaxItems: MaxLimits},
-		"cost":                rng(0, MaxRate),
+		"limits":              {MaxItems: enforce.MaxLimits},
+		"cost":                rng(0, limiter.MaxLimit),
 		"hide_client_headers": {},
 		"mode":                {Enum: modes},
-		"max_wait":            {MaxDur: MaxMaxWait},
+		"max_wait":            {MaxDur: enforce.MaxDelay},
 		"fallback":            {Enum: fallbacks},
 		"lease":               {},
 		"lease.size":          {Min: 1, Max: MaxLeaseSize, Range: true, Required: true},

@@ -1,35 +1,44 @@
 package api
 
 import (
+	"slices"
 	"strconv"
-	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
-// MaxLimits bounds a rule's limits.
-const MaxLimits = 8
-
-// calendarPeriods are the periods align calendar accepts.
-var calendarPeriods = []Duration{Duration(time.Minute), Duration(time.Hour), Duration(24 * time.Hour), Month}
-
-// checkAlign validates the align of a tier, rule or limit at path p.
+// checkAlign validates the align of a tier, rule or limit at path p, whose
+// algorithm is valid: calendar windows need fixed_window and one of
+// limiter.CalendarPeriods.
 func checkAlign(p, align, algorithm string, period Duration) error {
+	a, err := limiter.ParseAlign(align)
 	switch {
-	case align == "" || align == aligns[0]:
-		return nil
-	case !contains(aligns, align):
+	case err != nil:
 		return fieldErr(p+".align", "%q: want %s", align, quoteList(aligns))
-	case algorithm != "fixed_window":
+	case a == limiter.AlignPeriod:
+		return nil
+	case algorithmOf(algorithm) != limiter.FixedWindow:
 		if algorithm == "" {
-			algorithm = algorithms[0] + " (the default)"
+			algorithm = limiter.TokenBucket.String() + " (the default)"
 		}
-		return fieldErr(p+".align", "calendar windows need algorithm fixed_window, not %s", algorithm)
-	}
-	for _, c := range calendarPeriods {
-		if period == c {
-			return nil
-		}
+		return fieldErr(p+".align", "calendar windows need algorithm %v, not %s", limiter.FixedWindow, algorithm)
+	case slices.Contains(limiter.CalendarPeriods[:], period.D()):
+		return nil
 	}
 	return fieldErr(p+".period", "%v: calendar windows are 1m, 1h, 24h or 1mo", period)
+}
+
+// algorithmOf is the algorithm named s, already validated ("": the default).
+func algorithmOf(s string) limiter.Algorithm {
+	a, _ := limiter.ParseAlgorithm(s)
+	return a
+}
+
+// capacity is the most one key can spend at once under a limit
+// (limiter.Rule.Capacity).
+func capacity(limit, burst int64, algorithm string) int64 {
+	return limiter.Rule{Algorithm: algorithmOf(algorithm), Limit: limit, Burst: burst}.Capacity()
 }
 
 // validateLimits checks a rule with several limits: none of the single
@@ -46,14 +55,14 @@ func validateLimits(p string, r Rule) []error {
 			errs.add(fieldErr(p+"."+f.name, "set with limits: give each limit its own, in limits"))
 		}
 	}
-	if len(r.Limits) > MaxLimits {
-		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), MaxLimits))
+	if len(r.Limits) > enforce.MaxLimits {
+		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), enforce.MaxLimits))
 	}
 	b := ruleBounds
 	for i, l := range r.Limits {
 		lp := p + ".limits[" + strconv.Itoa(i) + "]"
 		var le errList
-		le.add(rng(1, MaxRate).checkInt(lp+".limit", l.Limit), b["algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
+		le.add(rng(1, limiter.MaxLimit).checkInt(lp+".limit", l.Limit), b["algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
 			b["period"].checkDur(lp+".period", l.Period), b["burst"].checkInt(lp+".burst", l.Burst))
 		if len(le) == 0 {
 			le.add(checkAlign(lp, l.Align, l.Algorithm, l.Period))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // The quota fields (align, unlimited, limits, hide_client_headers) are
@@ -23,7 +25,7 @@ func TestQuotaFieldsValidation(t *testing.T) {
 		}
 		return m
 	}
-	nine := make([]any, MaxLimits+1)
+	nine := make([]any, enforce.MaxLimits+1)
 	for i := range nine {
 		nine[i] = lim(nil)
 	}

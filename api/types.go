@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
@@ -28,8 +29,9 @@ func (d Duration) MarshalText() ([]byte, error) {
 	return []byte(d.String()), nil
 }
 
-// Month is the period "1mo": with align calendar, the calendar month.
-const Month = Duration(30 * 24 * time.Hour)
+// Month is the period "1mo": with align calendar, the calendar month
+// (limiter.Month).
+const Month = Duration(limiter.Month)
 
 // UnmarshalText reads a Go duration string such as "1s", or "1mo" (Month).
 func (d *Duration) UnmarshalText(b []byte) error {
@@ -125,19 +127,6 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// algorithms are the names accepted in Tier.Algorithm and Rule.Algorithm
-// ("" means token_bucket).
-var algorithms = []string{"token_bucket", "gcra", "fixed_window",
-	"sliding_window_log", "sliding_window_counter", "leaky_bucket"}
-
-// modes, fallbacks and aligns are the values accepted in Rule.Mode,
-// Rule.Fallback and Align ("" means the first).
-var (
-	modes     = []string{"enforce", "shadow", "delay"}
-	fallbacks = []string{"local", "allow", "deny"}
-	aligns    = []string{"period", "calendar"}
-)
-
 // Tier is a class of clients: its quota (Rate per Period, Burst), the
 // algorithm that counts it, its priority (0 is the highest) and the AIMD
 // parameters the controller uses to scale it under load. The tier's name is
@@ -170,7 +159,7 @@ func (t Tier) WithDefaults() Tier {
 	a := multiplier.AIMD{Alpha: t.Alpha, Beta: t.Beta, Floor: t.Floor, Ceiling: t.Ceiling}.WithDefaults()
 	t.Alpha, t.Beta, t.Floor, t.Ceiling = a.Alpha, a.Beta, a.Floor, a.Ceiling
 	if t.Algorithm == "" {
-		t.Algorithm = algorithms[0]
+		t.Algorithm = limiter.TokenBucket.String()
 	}
 	return t
 }

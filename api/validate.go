@@ -124,7 +124,7 @@ func validateMatch(p string, r Rule) error {
 	case !printable(path) || !pathRE.MatchString(path):
 		return fieldErr(p+".match.path", "%q: no spaces, control characters, ? or #", path)
 	case len(r.Match.Methods) > ruleBounds["match.methods"].MaxItems:
-		return fieldErr(p+".match.methods", "%d methods: at most 16", len(r.Match.Methods))
+		return fieldErr(p+".match.methods", "%d methods: at most %d", len(r.Match.Methods), ruleBounds["match.methods"].MaxItems)
 	}
 	for j, m := range r.Match.Methods {
 		if !methodRE.MatchString(m) {
@@ -182,14 +182,6 @@ func validateLimit(p string, r Rule) []error {
 	return errs
 }
 
-// capacity is the most one key can spend at once under a limit.
-func capacity(limit, burst int64, algorithm string) int64 {
-	if burst > 0 && !strings.Contains(algorithm, "window") {
-		return burst
-	}
-	return limit
-}
-
 func validateMode(p string, r Rule) []error {
 	var errs errList
 	errs.add(ruleBounds["mode"].checkEnum(p+".mode", r.Mode), ruleBounds["fallback"].checkEnum(p+".fallback", r.Fallback))
@@ -218,7 +210,7 @@ func validateLease(p string, r Rule) []error {
 	}
 	switch {
 	case r.Limit == 0 || len(errs) > 0:
-	case strings.Contains(r.Algorithm, "window"):
+	case algorithmOf(r.Algorithm).IsWindow():
 		errs.add(fieldErr(p+".lease", "%s rules do not lease: want token_bucket, gcra or leaky_bucket", r.Algorithm))
 	case l.Size > capacity(r.Limit, r.Burst, r.Algorithm):
 		errs.add(fieldErr(p+".lease.size", "%d exceeds the rule's capacity %d: no lease could be granted",
