@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // readmeConfig is the minimal config of the README quick start, exactly.
@@ -47,7 +48,7 @@ func TestReadmeConfigParses(t *testing.T) {
 	if c.Controller.Period.D() != 5*time.Second || c.Fallback.Deadline.D() != 50*time.Millisecond {
 		t.Fatalf("defaults: %+v %+v", c.Controller, c.Fallback)
 	}
-	p, err := policyOf(c.apiConfig())
+	p, err := policy.Compile(c.apiConfig())
 	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
 		t.Fatalf("policy %+v: %v", p, err)
 	}

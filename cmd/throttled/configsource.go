@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/internal/enum"
 	"github.com/throttledhq/throttled/internal/wait"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // SourceConfig says which copy of the tiers, rules, default and anonymous
@@ -50,7 +51,7 @@ func (c *Config) validateSource() []fieldErr {
 
 // fileOwns is the admin API's ReadOnly predicate in config.source: file.
 func fileOwns(kind string) error {
-	if kind == api.KindPins {
+	if kind == admin.KindPins {
 		return nil
 	}
 	return fmt.Errorf("%s are read-only here: with config.source: file the configuration file is authoritative "+
@@ -64,7 +65,7 @@ const reconcileRetry = 2 * time.Second
 // startReconcile reconciles file and store now, or, while the store does
 // not answer, in the background until it does (logging the first failure
 // only).
-func (s *stack) startReconcile(ctx context.Context, st api.Store) {
+func (s *stack) startReconcile(ctx context.Context, st policy.Store) {
 	err := s.reconcile(ctx, st)
 	if err == nil {
 		return
@@ -80,11 +81,11 @@ func (s *stack) startReconcile(ctx context.Context, st api.Store) {
 // reconcile brings the file and the store together at start. With
 // config.source: file it makes the store equal to the file; with store it
 // warns once when they differ. It fails only when the store does not answer.
-func (s *stack) reconcile(ctx context.Context, st api.Store) error {
+func (s *stack) reconcile(ctx context.Context, st policy.Store) error {
 	file := s.cfg.apiConfig()
 	if s.cfg.source() == sourceFile {
-		snap, wrote, err := api.Replace(ctx, st, file, api.ReplaceSettings{Force: true,
-			Who: "config.source: file", Validate: validatePolicy})
+		snap, wrote, err := policy.Replace(ctx, st, file, policy.ReplaceSettings{Force: true,
+			Who: "config.source: file"})
 		if err != nil {
 			return err
 		}
@@ -93,7 +94,7 @@ func (s *stack) reconcile(ctx context.Context, st api.Store) error {
 		}
 		return nil
 	}
-	snap, err := api.Load(ctx, st, validatePolicy)
+	snap, err := policy.Load(ctx, st)
 	switch {
 	case err != nil && snap.Version == 0:
 		return err

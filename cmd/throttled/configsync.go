@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/textdiff"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // The config subcommands that read or write the store (Redis), the
@@ -25,7 +25,7 @@ import (
 //
 // They talk to Redis directly, as every instance does: the admin API is a
 // view of the same document, and import writes it whole in one atomic swap
-// (api.Replace), which the API has no endpoint for.
+// (policy.Replace), which the API has no endpoint for.
 
 // syncTimeout bounds one subcommand's work against the store.
 const syncTimeout = 15 * time.Second
@@ -105,7 +105,7 @@ func (f *syncFlags) env() []string {
 
 // syncStore is the store a subcommand works on.
 type syncStore struct {
-	st    api.Store
+	st    policy.Store
 	name  string // the store for messages, without credentials
 	close func()
 }
@@ -120,7 +120,7 @@ func openStore(cfg *Config) (*syncStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := api.NewRedisStore(rdb, api.StoreSettings{Prefix: cfg.Redis.Prefix})
+	st, err := policy.NewRedisStore(rdb, policy.StoreSettings{Prefix: cfg.Redis.Prefix})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err
@@ -134,9 +134,9 @@ func openStore(cfg *Config) (*syncStore, error) {
 
 // load reads the stored configuration as the admin API serves it: a bad
 // current document gives the last good one and a note saying so.
-func (s *syncStore) load(ctx context.Context) (snap api.Snapshot, note string, err error) {
-	snap, err = api.Load(ctx, s.st, validatePolicy)
-	if errors.Is(err, api.ErrBadStored) && snap.Version > 0 {
+func (s *syncStore) load(ctx context.Context) (snap policy.Snapshot, note string, err error) {
+	snap, err = policy.Load(ctx, s.st)
+	if errors.Is(err, policy.ErrBadStored) && snap.Version > 0 {
 		return snap, fmt.Sprintf("the current document is invalid, this is the last good one (%v)", err), nil
 	}
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *syncStore) load(ctx context.Context) (snap api.Snapshot, note string, e
 }
 
 // describe names a stored version for headers and messages.
-func (s *syncStore) describe(snap api.Snapshot) string {
+func (s *syncStore) describe(snap policy.Snapshot) string {
 	if snap.Version == 0 {
 		return "store " + s.name + ", empty"
 	}
@@ -157,7 +157,7 @@ func (s *syncStore) describe(snap api.Snapshot) string {
 // holds, in the file's layout: what export writes and diff compares, so
 // that spellings the same values share ("1m" and "1m0s", a key source and
 // a list of one) compare equal.
-func renderConfig(c api.Config) (string, error) {
+func renderConfig(c policy.Config) (string, error) {
 	if len(c.Rules) == 0 {
 		c.Rules = nil
 	}
@@ -255,7 +255,7 @@ func configDiff(args []string, stdout io.Writer) error {
 // fileDiff is a file compared with the store.
 type fileDiff struct {
 	cfg  *Config
-	snap api.Snapshot
+	snap policy.Snapshot
 	text string // the unified diff, "" when the same
 }
 
@@ -286,7 +286,7 @@ func diffFile(ctx context.Context, path string, f *syncFlags) (*fileDiff, error)
 
 // configDelta is the unified diff from the store's configuration to the
 // file's, "" when they render the same.
-func configDelta(store, file api.Config, storeName, fileName string) (string, error) {
+func configDelta(store, file policy.Config, storeName, fileName string) (string, error) {
 	a, err := renderConfig(store)
 	if err != nil {
 		return "", err
@@ -322,7 +322,7 @@ func configImport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	rs := api.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import", Validate: validatePolicy}
+	rs := policy.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import"}
 	if f.ifVersion != "" {
 		if rs.IfVersion, err = strconv.ParseInt(f.ifVersion, 10, 64); err != nil || rs.IfVersion < 0 {
 			return fmt.Errorf("import: --if-version %q: want a store version (0: empty)", f.ifVersion)
@@ -333,8 +333,8 @@ func configImport(args []string, stdout io.Writer) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer s.close()
-	snap, wrote, err := api.Replace(ctx, s.st, d.cfg.apiConfig(), rs)
-	var ve *api.VersionError
+	snap, wrote, err := policy.Replace(ctx, s.st, d.cfg.apiConfig(), rs)
+	var ve *policy.VersionError
 	switch {
 	case errors.As(err, &ve):
 		return fmt.Errorf("import: store %s is at version %d, not version %d: someone changed it in between; nothing written "+

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // richConfig uses every field the store holds, and keys and names YAML
@@ -65,7 +65,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 // storedConfig loads the configuration stored at url (prefix throttled:).
-func storedConfig(t *testing.T, url string) api.Snapshot {
+func storedConfig(t *testing.T, url string) policy.Snapshot {
 	t.Helper()
 	cfg := &Config{Redis: RedisConfig{URL: url}}
 	cfg.defaults()
@@ -74,7 +74,7 @@ func storedConfig(t *testing.T, url string) api.Snapshot {
 		t.Fatal(err)
 	}
 	defer s.close()
-	snap, err := api.Load(context.Background(), s.st, validatePolicy)
+	snap, err := policy.Load(context.Background(), s.st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func storeWith(t *testing.T, url string, c *Config) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	if _, _, err := api.Replace(context.Background(), s.st, c.apiConfig(), api.ReplaceSettings{}); err != nil {
+	if _, _, err := policy.Replace(context.Background(), s.st, c.apiConfig(), policy.ReplaceSettings{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -234,7 +234,7 @@ func buildLogged(t *testing.T, cfg *Config) (*stack, *syncBuffer) {
 func TestServeConfigSourceFile(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	cfg := testConfig(t, "", rd.URL())
 	cfg.ConfigSource.Source = "file"
@@ -270,7 +270,7 @@ func TestServeConfigSourceFile(t *testing.T) {
 func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	_, logs := buildLogged(t, testConfig(t, "", rd.URL()))
 	if n := strings.Count(logs.String(), "throttled config diff"); n != 1 {
@@ -305,7 +305,7 @@ func TestConfigSourceValidated(t *testing.T) {
 func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	cfg := testConfig(t, upstreamServer(t).URL, rd.URL())
 	cfg.ConfigSource.Source = "file"

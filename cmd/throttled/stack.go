@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/limiter"
@@ -22,6 +22,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/rls"
+	"github.com/throttledhq/throttled/policy"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
@@ -43,8 +44,8 @@ type stack struct {
 	tracer        oteltrace.Tracer       // nil: no tracing (see startTracing)
 	mults         *pinned
 	tiers         *tierTable
-	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
-	watcher       *api.Watcher
+	admin         atomic.Pointer[admin.Server] // nil while the admin store is unreachable
+	watcher       *policy.Watcher
 	loop          *controller.Loop
 	upstream      *upstreamMetrics
 	bulk          map[string]*bulkhead.Bulkhead // per tier; nil: none
@@ -216,7 +217,7 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	policy, err := policyOf(s.cfg.apiConfig())
+	pol, err := policy.Compile(s.cfg.apiConfig())
 	if err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func (s *stack) buildEnforcer(ctx context.Context) error {
 	if err := s.reg.Register(s.top); err != nil {
 		return err
 	}
-	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
+	s.enforcer, err = enforce.New(s.store, pol, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
 		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: unassignedKeysOf(&s.cfg.Identity)})
 	return err

@@ -10,9 +10,10 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/signals"
 )
 
@@ -48,7 +49,7 @@ func (c *Config) validate() []fieldErr {
 	}
 	errs = append(errs, c.validateAdminListen()...)
 	for role, tok := range c.Admin.Tokens {
-		if _, err := api.ParseRole(role); err != nil {
+		if _, err := admin.ParseRole(role); err != nil {
 			add("admin.tokens."+role, "want read or write as the key")
 		}
 		if tok == "" {
@@ -126,21 +127,18 @@ func (c *Config) validatePolicy() []fieldErr {
 		return []fieldErr{{"tiers", "at least one tier is needed"}}
 	}
 	ac := c.apiConfig()
-	if errs := api.ConfigErrors(ac); len(errs) > 0 {
+	if errs := policy.ConfigErrors(ac); len(errs) > 0 {
 		out := make([]fieldErr, len(errs))
 		for i, err := range errs {
 			out[i] = asFieldErr(err)
 		}
 		return out
 	}
-	if err := validatePolicy(ac); err != nil {
-		return []fieldErr{asFieldErr(err)}
-	}
 	return nil
 }
 
 func asFieldErr(err error) fieldErr {
-	var fe *api.FieldError
+	var fe *policy.FieldError
 	if errors.As(err, &fe) {
 		return fieldErr{fe.Field, fe.Msg}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Tier is what enforcement needs of a tier: its quota and priority (0 is
-// the highest priority). The configured tier is api.Tier; its control
+// the highest priority). The configured tier is policy.Tier; its control
 // parameters are controller.Tier; cmd/throttled derives both views from it.
 //
 // An Unlimited tier's clients are never refused by a rule (neither 429 nor
