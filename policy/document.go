@@ -41,9 +41,6 @@ type Doc struct {
 // NewDoc returns a Doc of st.
 func NewDoc(st Store) *Doc { return &Doc{st: st} }
 
-// Store returns the Store d reads and writes.
-func (d *Doc) Store() Store { return d.st }
-
 // Load returns the configuration to serve: the current document, or with
 // an error wrapping ErrBadStored the last good one, or with an error
 // wrapping ErrStoreReset the configuration in force. Other errors are the
