@@ -24,16 +24,20 @@ func TestAIMDWithDefaults(t *testing.T) {
 }
 
 func TestRange(t *testing.T) {
-	for _, c := range []struct {
-		r    Range
-		v    float64
-		want bool
-	}{
-		{AlphaRange, 1, true}, {AlphaRange, 0.5, true}, {AlphaRange, 0, false}, {AlphaRange, 1.01, false},
-		{BetaRange, 1, false}, {BetaRange, 0.99, true}, {BetaRange, math.NaN(), false}, {CeilingRange, math.Inf(1), false},
-	} {
-		if got := c.r.Contains(c.v); got != c.want {
-			t.Errorf("%v.Contains(%v) = %v", c.r, c.v, got)
+	inside := map[Range][]float64{AlphaRange: {1, 0.5, 1e-9}, BetaRange: {0.99}}
+	outside := map[Range][]float64{AlphaRange: {0, -0.5, 1.01}, BetaRange: {1, math.NaN()}, CeilingRange: {math.Inf(1)}}
+	for r, vs := range inside {
+		for _, v := range vs {
+			if !r.Contains(v) {
+				t.Errorf("%v does not contain %v", r, v)
+			}
+		}
+	}
+	for r, vs := range outside {
+		for _, v := range vs {
+			if r.Contains(v) {
+				t.Errorf("%v contains %v", r, v)
+			}
 		}
 	}
 	if AlphaRange.String() != "(0, 1]" || BetaRange.String() != "(0, 1)" {
