@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // With config.source: file serve makes the store equal to the file at
@@ -19,7 +19,7 @@ import (
 func TestServeConfigSourceFile(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	cfg := testConfig(t, "", rd.URL())
 	cfg.ConfigSource.Source = "file"
@@ -55,7 +55,7 @@ func TestServeConfigSourceFile(t *testing.T) {
 func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	_, logs := buildLogged(t, testConfig(t, "", rd.URL()))
 	if n := strings.Count(logs.String(), "throttled config diff"); n != 1 {
@@ -88,7 +88,7 @@ func buildLogged(t *testing.T, cfg *config.Config) (*Instance, *testenv.SyncBuff
 func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
 	rd := testenv.StartRedis(t)
 	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
 	cfg := testConfig(t, testenv.Upstream(t).URL, rd.URL())
 	cfg.ConfigSource.Source = "file"

@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 var quiet = Options{Logger: slog.New(slog.DiscardHandler)}
@@ -29,7 +29,7 @@ func TestNewValidatesAConfigBuiltInCode(t *testing.T) {
 		t.Fatalf("New: %v, want an error naming controller.error_ratio_target", err)
 	}
 	bare := &config.Config{Admin: config.AdminConfig{Listen: "127.0.0.1:0"},
-		Tiers: map[string]api.Tier{"free": {Rate: 10, Period: api.Duration(time.Second), Burst: 10}}}
+		Tiers: map[string]policy.Tier{"free": {Rate: 10, Period: policy.Duration(time.Second), Burst: 10}}}
 	s, err := New(context.Background(), bare, quiet)
 	if err != nil {
 		t.Fatalf("New of a zero Config with an admin listener: %v", err)

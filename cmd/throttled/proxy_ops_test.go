@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // rateLimitHeaders are the headers a refusal after the rules must not carry.
@@ -112,7 +112,7 @@ func TestUpstreamTimeout(t *testing.T) {
 	defer up.Close()
 	defer close(hang)
 	cfg := proxyConfig(t, up.URL, "")
-	cfg.UpstreamTimeout = api.Duration(200 * time.Millisecond)
+	cfg.UpstreamTimeout = policy.Duration(200 * time.Millisecond)
 	cfg.Concurrency.InitialLimit, cfg.Concurrency.MinLimit, cfg.Concurrency.MaxLimit = 1, 1, 1
 	proxy := "http://" + startServe(t, cfg)["proxy"]
 	client := &http.Client{Timeout: 20 * time.Second} // far beyond upstream_timeout: the test fails, not hangs

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // TestInspectKeyCreatesNoState: GET /v1/keys/{key} for a key never seen
@@ -47,7 +47,7 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 func TestTopConsumers(t *testing.T) {
 	up := testenv.Upstream(t)
 	cfg := testConfig(t, up.URL, "")
-	cfg.Rules = []api.Rule{{Name: "per-ip", Match: api.Match{Path: "/"}, Key: api.KeySources{"ip"}}}
+	cfg.Rules = []policy.Rule{{Name: "per-ip", Match: policy.Match{Path: "/"}, Key: policy.KeySources{"ip"}}}
 	addrs := startServe(t, cfg)
 	for range 8 {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "") // no API key: the client is its IP
