@@ -7,7 +7,6 @@ import (
 
 	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/limiter/coord"
-	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/multiplier"
 	"github.com/throttledhq/throttled/policy"
@@ -142,13 +141,6 @@ func (m *multiplierStatus) Multipliers() []admin.MultiplierStatus {
 		out = append(out, admin.MultiplierStatus{Tier: t, Multiplier: m.src.Multiplier(t), Source: source, UpdatedAt: at})
 	}
 	return out
-}
-
-// bucketInspector shows a key's buckets in GET /v1/keys/{key}.
-type bucketInspector struct{ e *enforce.Enforcer }
-
-func (b bucketInspector) Inspect(ctx context.Context, key string) (any, error) {
-	return b.e.Inspect(ctx, key)
 }
 
 // topConsumers serves GET /v1/top from the enforcer's top-K.

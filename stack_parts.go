@@ -51,7 +51,7 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 		return err
 	}
 	as := admin.Settings{Store: st, Tokens: tokens,
-		Initial: s.cfg.Policy(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
+		Initial: s.cfg.Policy(), Multipliers: status, Inspector: s.enforcer, Top: topConsumers{s.top},
 		Registerer: s.reg, Logger: s.redisLogger(), OnReset: func(error) { resets.Inc() }}
 	if s.cfg.Source() == config.SourceFile {
 		as.ReadOnly = config.FileOwns

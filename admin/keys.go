@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/policy"
 )
 
@@ -19,13 +20,13 @@ const inspectTimeout = 2 * time.Second
 
 // keyView is the answer of GET /v1/keys/{key}.
 type keyView struct {
-	Key           string `json:"key"`
-	Tier          string `json:"tier,omitempty"`
-	Assigned      bool   `json:"assigned"`
-	EffectiveTier string `json:"effective_tier,omitempty"`
-	Unlimited     bool   `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
-	Bucket        any    `json:"bucket"`
-	BucketError   string `json:"bucket_error,omitempty"`
+	Key           string                `json:"key"`
+	Tier          string                `json:"tier,omitempty"`
+	Assigned      bool                  `json:"assigned"`
+	EffectiveTier string                `json:"effective_tier,omitempty"`
+	Unlimited     bool                  `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
+	Bucket        []enforce.BucketState `json:"bucket"`
+	BucketError   string                `json:"bucket_error,omitempty"`
 }
 
 type assignBody struct {

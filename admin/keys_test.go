@@ -7,17 +7,18 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/policy"
 )
 
 // inspector answers with the key it was asked about, or fails.
 type inspector struct{ fail bool }
 
-func (i inspector) Inspect(_ context.Context, key string) (any, error) {
+func (i inspector) Inspect(_ context.Context, key string) ([]enforce.BucketState, error) {
 	if i.fail {
 		return nil, errors.New("store down")
 	}
-	return map[string]any{"key": key, "remaining": 7}, nil
+	return []enforce.BucketState{{Rule: "per-key:" + key, Remaining: 7}}, nil
 }
 
 func TestKeysCRUD(t *testing.T) {
@@ -28,7 +29,7 @@ func TestKeysCRUD(t *testing.T) {
 	if m["tier"] != "premium" || m["assigned"] != true || r.etag() == "" {
 		t.Fatalf("GET k1: %s ETag %q", r.body, r.etag())
 	}
-	if b, _ := m["bucket"].(map[string]any); b["key"] != "k1" || b["remaining"] != 7.0 {
+	if b, _ := m["bucket"].([]any); len(b) != 1 || b[0].(map[string]any)["rule"] != "per-key:k1" || b[0].(map[string]any)["remaining"] != 7.0 {
 		t.Fatalf("bucket: %v", m["bucket"])
 	}
 

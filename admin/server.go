@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/policy"
 )
 
@@ -21,9 +22,10 @@ const DefaultAddr = "127.0.0.1:9091"
 const DefaultMaxBodyBytes = 1 << 20
 
 // BucketInspector reads a client key's current bucket state for
-// GET /v1/keys/{key}. The value is rendered as JSON.
+// GET /v1/keys/{key}: one entry per rule keyed by the client alone
+// (*enforce.Enforcer is one).
 type BucketInspector interface {
-	Inspect(ctx context.Context, key string) (any, error)
+	Inspect(ctx context.Context, key string) ([]enforce.BucketState, error)
 }
 
 // MultiplierReader reports the tier multipliers the enforcers apply now.
