@@ -6,22 +6,19 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/rls"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"github.com/throttledhq/throttled/limiter/rls/rlstest"
 )
 
 // A gateway is a front that asks throttled for the decision and serves
@@ -220,26 +217,6 @@ func serveRLS(t *testing.T, e *enforce.Enforcer) rlsv3.RateLimitServiceClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("rls: Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("rls: Serve: %v", err)
-		}
-	})
-	return rlsv3.NewRateLimitServiceClient(conn)
+	c, _ := rlstest.Serve(t, srv)
+	return c
 }
