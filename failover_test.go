@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -125,7 +126,7 @@ func (r *replica) kill() {
 // the free tier's multiplier, as an enforcer's subscriber applies it, is
 // never read as 1 between the kill and the new leader's first publish.
 func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
-	cfg := testConfig(t, "http://127.0.0.1:1", "redis://127.0.0.1:1")
+	cfg := configtest.Serve(t, "http://127.0.0.1:1", "redis://127.0.0.1:1")
 	cfg.Controller.Period = policy.Duration(400 * time.Millisecond)
 	cfg.Controller.LeaseTTL, cfg.Controller.MultiplierStaleAfter = 0, 0
 	cfg.SetDefaults()

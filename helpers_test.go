@@ -6,19 +6,8 @@ import (
 	"testing"
 
 	"github.com/throttledhq/throttled/config"
-	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/policy"
 )
-
-// testConfig is testenv.ServeConfig parsed.
-func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(testenv.ServeConfig(upstream, redisURL)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // policyStore is the admin configuration store on the Redis at url
 // (prefix throttled:), closed when the test ends.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -22,7 +23,7 @@ var quiet = Options{Logger: slog.New(slog.DiscardHandler)}
 // TestNewValidatesAConfigBuiltInCode: New fills the defaults of a Config
 // made in code and refuses one with a bad value, naming its path.
 func TestNewValidatesAConfigBuiltInCode(t *testing.T) {
-	cfg := testConfig(t, "", "")
+	cfg := configtest.Serve(t, "", "")
 	cfg.Controller.ErrorRatioTarget = 2
 	_, err := New(context.Background(), cfg, quiet)
 	if err == nil || !strings.Contains(err.Error(), "controller.error_ratio_target") {
@@ -48,10 +49,10 @@ type registererOnly struct{ prometheus.Registerer }
 // caller's registry and /metrics serves them.
 func TestOptionsMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := New(context.Background(), testConfig(t, "", ""), Options{Registerer: registererOnly{reg}}); !errors.Is(err, ErrNoGatherer) {
+	if _, err := New(context.Background(), configtest.Serve(t, "", ""), Options{Registerer: registererOnly{reg}}); !errors.Is(err, ErrNoGatherer) {
 		t.Fatalf("New: %v, want ErrNoGatherer", err)
 	}
-	s, err := New(context.Background(), testConfig(t, "", ""), Options{Logger: quiet.Logger, Registerer: reg})
+	s, err := New(context.Background(), configtest.Serve(t, "", ""), Options{Logger: quiet.Logger, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestOptionsMetrics(t *testing.T) {
 // TestControllerOnlyServesNoTraffic: an instance made with
 // Options.ControllerOnly has no fronts: Proxy says so, Middleware panics.
 func TestControllerOnlyServesNoTraffic(t *testing.T) {
-	s, err := New(context.Background(), testConfig(t, testenv.Upstream(t).URL, ""),
+	s, err := New(context.Background(), configtest.Serve(t, testenv.Upstream(t).URL, ""),
 		Options{Logger: quiet.Logger, ControllerOnly: true})
 	if err != nil {
 		t.Fatal(err)

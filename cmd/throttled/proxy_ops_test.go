@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/policy"
 )
@@ -49,7 +50,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			}))
 			defer up.Close()
 			defer free() // before up.Close, which waits for the held request, also when the test fails early
-			cfg := testConfig(t, up.URL, "")
+			cfg := configtest.Serve(t, up.URL, "")
 			more, err := config.Parse([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -166,7 +167,7 @@ func TestUpstreamRateLimitHeadersReplaced(t *testing.T) {
 		w.Header().Set("X-Upstream", "kept")
 	}))
 	defer up.Close()
-	proxy := "http://" + startServe(t, testConfig(t, up.URL, ""))["proxy"]
+	proxy := "http://" + startServe(t, configtest.Serve(t, up.URL, ""))["proxy"]
 	resp, _ := testenv.Call(t, "GET", proxy+"/", "", "X-API-Key", "k")
 	if resp.StatusCode != 200 || resp.Header.Get("X-Upstream") != "kept" {
 		t.Fatalf("%d, X-Upstream %q", resp.StatusCode, resp.Header.Get("X-Upstream"))
@@ -272,7 +273,7 @@ func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	defer free()
-	cfg := testConfig(t, up.URL, "")
+	cfg := configtest.Serve(t, up.URL, "")
 	more, err := config.Parse([]byte("tiers: {free: {rate: 100, period: 1s}}\n"+
 		"concurrency: {initial_limit: 1, min_limit: 1, max_limit: 1, target: 10s, max_wait: 5s, top_max_wait: 5s}\n"), nil)
 	if err != nil {

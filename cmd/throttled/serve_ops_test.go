@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/instrument"
@@ -18,7 +19,7 @@ import (
 func TestInspectKeyCreatesNoState(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	probe := redisstore.New(nil, limiter.WithPrefix("throttled:")).Bucket(limiter.TokenBucket, "__ready__")
 	keys := func() []string {
 		k, err := r.Client().Keys(context.Background(), "*").Result()
@@ -46,7 +47,7 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 // and in /metrics only as a fingerprint.
 func TestTopConsumers(t *testing.T) {
 	up := testenv.Upstream(t)
-	cfg := testConfig(t, up.URL, "")
+	cfg := configtest.Serve(t, up.URL, "")
 	cfg.Rules = []policy.Rule{{Name: "per-ip", Match: policy.Match{Path: "/"}, Key: policy.KeySources{"ip"}}}
 	addrs := startServe(t, cfg)
 	for range 8 {
