@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"sync/atomic"
@@ -207,6 +208,10 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The file's assignments are in force with its tiers and rules until
+	// the watcher delivers the stored configuration (apply).
+	assign := maps.Clone(s.cfg.Assignments)
+	s.tiers.m.Store(&assign)
 	s.top = instrument.NewTopK(20, 0, nil)
 	if err := s.reg.Register(s.top); err != nil {
 		return err

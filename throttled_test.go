@@ -92,3 +92,25 @@ func TestControllerOnlyServesNoTraffic(t *testing.T) {
 	}()
 	s.Middleware(http.NotFoundHandler())
 }
+
+// TestAssignmentsInForceFromNew: until the watcher (in Run) delivers the
+// stored configuration, the file's is enforced whole: its key
+// assignments too, not only its tiers and rules. A premium key answered
+// right after New used to get the default tier's limit.
+func TestAssignmentsInForceFromNew(t *testing.T) {
+	cfg := configtest.Serve(t, "", "")
+	cfg.Assignments = map[string]string{"vip": "premium"}
+	s, err := New(context.Background(), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("X-API-Key", "vip")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if got := w.Header().Get("X-RateLimit-Limit"); got != "100" {
+		t.Fatalf("X-RateLimit-Limit %q for a premium key before Run, want premium's 100", got)
+	}
+}
