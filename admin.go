@@ -37,3 +37,9 @@ func (s *Instance) AdminHandler() http.Handler {
 	}))
 	return mux
 }
+
+func writeJSON(w http.ResponseWriter, code int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}

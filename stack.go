@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/fallback"
 	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/instrument"
+	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/rls"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -30,40 +32,36 @@ import (
 // limit service. New builds one, Run runs its loops, and its handlers
 // (Middleware, Echo, AdminHandler, Proxy) serve it; Close releases it.
 type Instance struct {
-	cfg           *config.Config
-	log           *slog.Logger
-	reg           prometheus.Registerer
-	gather        prometheus.Gatherer
-	rdb           redis.UniversalClient // nil: embedded
-	ownRedis      bool                  // rdb was opened from the configuration: Close closes it
-	store         limiter.Store
-	leases        *leases // the rules in lease mode; nil: the embedded store
-	ready         *enforce.Readiness
-	enforcer      *enforce.Enforcer
-	top           *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
-	metrics       *instrument.Metrics
-	refusals      *instrument.RefusalLog // the sampled info line per refusal
-	configVersion prometheus.Gauge       // throttled_config_version
-	tracer        oteltrace.Tracer       // nil: no tracing (see startTracing)
-	stopTracing   func(context.Context) error
-	mults         *pinned
-	tiers         *tierTable
-	admin         atomic.Pointer[api.Server] // nil while the admin store is unreachable
-	watcher       *api.Watcher
-	loop          *controller.Loop
-	upstream      *upstreamMetrics
-	bulk          map[string]*bulkhead.Bulkhead // per tier; nil: none
-	routeBulk     map[string]*bulkhead.Bulkhead // per path prefix; nil: none
-	routes        enforce.Routes                // the path patterns of routeBulk
-	breakerRoutes enforce.Routes                // upstream_breaker.routes
-	breakers      *bulkhead.BreakerSet          // per upstream route; nil: none
-	gate          *bulkhead.Gate                // the inner loop's limit on requests in flight upstream; nil: none
-	rls           *rls.Server                   // Envoy's rate limit service; nil: off
-	runners       []func(context.Context) error
-	tierList      atomic.Pointer[[]string]
-	redisWatch    *redisWatch        // nil: no Redis (redislog.go)
-	redisLog      *slog.Logger       // folds the Redis users' warnings while it is down
-	memPolicy     *memoryPolicyWatch // nil: no Redis (memory_policy.go)
+	cfg            *config.Config
+	log            *slog.Logger
+	reg            prometheus.Registerer
+	gather         prometheus.Gatherer
+	rdb            redis.UniversalClient // nil: embedded
+	ownRedis       bool                  // rdb was opened from the configuration: Close closes it
+	store          limiter.Store
+	leases         *leases // the rules in lease mode; nil: the embedded store
+	ready          *enforce.Readiness
+	enforcer       *enforce.Enforcer
+	top            *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
+	metrics        *instrument.Metrics
+	refusals       *instrument.RefusalLog // the sampled info line per refusal
+	configVersion  prometheus.Gauge       // throttled_config_version
+	tracer         oteltrace.Tracer       // nil: no tracing (see startTracing)
+	stopTracing    func(context.Context) error
+	mults          *pinned
+	tiers          *tierTable
+	admin          atomic.Pointer[api.Server] // nil while the admin store is unreachable
+	watcher        *api.Watcher
+	loop           *controller.Loop
+	controllerOnly bool
+	answers        *answerMetrics     // the handler's (the upstream's) answers; nil: controller only
+	pipeline       *pipeline.Pipeline // every front's stages; nil: controller only
+	rls            *rls.Server        // Envoy's rate limit service; nil: off
+	runners        []func(context.Context) error
+	tierList       atomic.Pointer[[]string]
+	redisWatch     *redisWatch        // nil: no Redis (redislog.go)
+	redisLog       *slog.Logger       // folds the Redis users' warnings while it is down
+	memPolicy      *memoryPolicyWatch // nil: no Redis (memory_policy.go)
 }
 
 // OpenRedis opens the configured Redis (or cluster) with per-command
@@ -132,7 +130,7 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	// timeout) rather than being cut, which would cost its connection.
 	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
 		CallTimeout: s.cfg.Redis.Timeout.D()}
-	if fs.Instances == 0 && s.cfg.Enforces() {
+	if fs.Instances == 0 && !s.controllerOnly {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {
 			return err
@@ -220,12 +218,9 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 
 func identifierOf(c *config.IdentityConfig, untrusted *identity.UntrustedForwards) (identity.Identifier, error) {
 	is := identity.Settings{APIKeyHeader: c.APIKeyHeader, IPv6Prefix: c.IPv6Prefix, Untrusted: untrusted}
-	for _, p := range c.TrustedProxies {
-		pfx, err := config.ParsePrefix(p)
-		if err != nil {
-			return nil, fmt.Errorf("identity.trusted_proxies: %q: %w", p, err)
-		}
-		is.TrustedProxies = append(is.TrustedProxies, pfx)
+	var err error
+	if is.TrustedProxies, err = prefixesOf(c.TrustedProxies); err != nil {
+		return nil, err
 	}
 	jc := identity.JWTConfig{Issuer: c.JWT.Issuer, Audience: c.JWT.Audience, Leeway: c.JWT.Leeway.D()}
 	switch {
@@ -246,4 +241,17 @@ func identifierOf(c *config.IdentityConfig, untrusted *identity.UntrustedForward
 	}
 	is.JWT = v
 	return identity.New(is)
+}
+
+// prefixesOf reads identity.trusted_proxies.
+func prefixesOf(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, p := range list {
+		pfx, err := identity.ParsePrefix(p)
+		if err != nil {
+			return nil, fmt.Errorf("identity.trusted_proxies: %q: %w", p, err)
+		}
+		out = append(out, pfx)
+	}
+	return out, nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/coord"
-	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/signals"
 )
 
@@ -198,14 +198,6 @@ func (s *Instance) buildController(ctx context.Context) error {
 	return nil
 }
 
-// Upstream metric names: the in-process signal source reads the latency
-// admitted requests see (gate wait included) and the upstream's answers.
-const (
-	upstreamLatency  = "throttled_upstream_request_duration_seconds"
-	admittedLatency  = "throttled_admitted_request_duration_seconds"
-	upstreamRequests = "throttled_upstream_requests_total"
-)
-
 func (s *Instance) signalSource() (signals.Source, error) {
 	p := &s.cfg.Prometheus
 	if p.URL != "" {
@@ -219,7 +211,7 @@ func (s *Instance) signalSource() (signals.Source, error) {
 	}
 	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", admittedLatency)
 	in := signals.InProcessSettings{LatencyHistogram: admittedLatency, RequestsCounter: upstreamRequests}
-	if s.cfg.InnerLoop() {
+	if s.innerLoop() {
 		in.SaturationGauge = controller.SaturationMetric
 	}
 	g, err := s.admittedGatherer()
@@ -249,60 +241,77 @@ func (s *Instance) admittedGatherer() (prometheus.Gatherer, error) {
 	return fleetGatherer{local: s.gather, tally: t, timeout: period / 2}, nil
 }
 
-func (s *Instance) buildProxyParts(ctx context.Context) error {
+// buildPipeline makes the stages every front runs after the enforcer's
+// decision (bulkheads, the inner loop's gate, the upstream breakers) and
+// the pipeline of them; a controller-only replica serves no traffic and
+// has none.
+func (s *Instance) buildPipeline(ctx context.Context) error {
+	if s.controllerOnly {
+		return nil
+	}
 	var err error
-	if s.upstream, err = newUpstreamMetrics(s.reg); err != nil {
+	if s.answers, err = newAnswerMetrics(s.reg); err != nil {
 		return err
 	}
 	bm, err := bulkhead.NewMetrics(s.reg)
 	if err != nil {
 		return err
 	}
-	if s.bulk, err = bulkheadsOf("tier:", s.cfg.Bulkheads, bm); err != nil {
+	ps := pipeline.Settings{Enforcer: s.enforcer, Metrics: s.metrics, Refusals: s.refusals, Answers: s.answers,
+		BreakerRoutes: s.cfg.UpstreamBreaker.Routes}
+	if ps.Bulkheads, err = bulkheadsOf("tier:", s.cfg.Bulkheads, bm); err != nil {
 		return err
 	}
-	if s.routeBulk, err = bulkheadsOf("route:", s.cfg.RouteBulkheads, bm); err != nil {
+	if ps.RouteBulkheads, err = bulkheadsOf("route:", s.cfg.RouteBulkheads, bm); err != nil {
 		return err
 	}
-	s.routes = enforce.NewRoutes(slices.Sorted(maps.Keys(s.cfg.RouteBulkheads)))
-	s.breakerRoutes = enforce.NewRoutes(s.cfg.UpstreamBreaker.Routes)
 	if ub := &s.cfg.UpstreamBreaker; ub.Enabled {
-		s.breakers, err = bulkhead.NewBreakerSet(bulkhead.BreakerSettings{ConsecutiveFailures: ub.ConsecutiveFailures,
+		ps.Breakers, err = bulkhead.NewBreakerSet(bulkhead.BreakerSettings{ConsecutiveFailures: ub.ConsecutiveFailures,
 			OpenTimeout: ub.OpenTimeout.D(), Deadline: ub.Deadline.D()}, bm)
 		if err != nil {
 			return err
 		}
 	}
-	return s.buildInnerLoop(bm)
+	if ps.Gate, err = s.buildInnerLoop(bm); err != nil {
+		return err
+	}
+	s.pipeline, err = pipeline.New(ps)
+	return err
 }
 
-// buildInnerLoop makes the priority gate in front of the upstream and the
-// fast loop that moves its limit (proxy mode, unless concurrency.disabled).
-func (s *Instance) buildInnerLoop(bm *bulkhead.Metrics) error {
+// buildInnerLoop makes the priority gate in front of the handler (the
+// upstream) and the fast loop that moves its limit; nil with
+// concurrency.disabled.
+func (s *Instance) buildInnerLoop(bm *bulkhead.Metrics) (*bulkhead.Gate, error) {
 	cc := &s.cfg.Concurrency
-	if !s.cfg.InnerLoop() {
-		return nil
+	if !s.innerLoop() {
+		return nil, nil
 	}
 	gs, err := config.GradientSettings(cc)
 	if err != nil {
-		return fmt.Errorf("concurrency: %w", err)
+		return nil, fmt.Errorf("concurrency: %w", err)
 	}
 	law, err := controller.NewGradient(gs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if s.gate, err = bulkhead.NewGate("upstream", bulkhead.GateSettings{Limit: law.Settings().InitialLimit,
+	gate, err := bulkhead.NewGate("upstream", bulkhead.GateSettings{Limit: law.Settings().InitialLimit,
 		MinLimit: law.Settings().MinLimit, MaxQueue: cc.MaxQueue, MaxWait: cc.MaxWait.D(),
-		TopMaxWait: cc.TopMaxWait.D()}, bm); err != nil { // priority-0 tiers wait TopMaxWait
-		return err
-	}
-	loop, err := controller.NewConcurrencyLoop("upstream", law, s.gate, s.reg, nil)
+		TopMaxWait: cc.TopMaxWait.D()}, bm) // priority-0 tiers wait TopMaxWait
 	if err != nil {
-		return err
+		return nil, err
+	}
+	loop, err := controller.NewConcurrencyLoop("upstream", law, gate, s.reg, nil)
+	if err != nil {
+		return nil, err
 	}
 	s.runners = append(s.runners, loop.Run)
-	return nil
+	return gate, nil
 }
+
+// innerLoop reports whether this instance runs the inner loop: it serves
+// traffic and concurrency.disabled is not set.
+func (s *Instance) innerLoop() bool { return !s.controllerOnly && s.cfg.InnerLoop() }
 
 // bulkheadsOf makes one bulkhead per configured name; nil when none.
 func bulkheadsOf(prefix string, conf map[string]config.Bulkhead, m *bulkhead.Metrics) (map[string]*bulkhead.Bulkhead, error) {

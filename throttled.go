@@ -35,6 +35,13 @@ type Options struct {
 	// in-memory store when they are empty. A client given here is not
 	// closed by Close.
 	Redis redis.UniversalClient
+	// ControllerOnly makes an instance that serves no traffic: it runs
+	// the controller and the admin API only, so it has no inner loop and
+	// does not count itself among the instances that share a quota while
+	// Redis is down. `throttled serve` sets it when the configuration has
+	// no upstream. Zero: the instance enforces (its Middleware, Echo or
+	// Proxy serve traffic).
+	ControllerOnly bool
 }
 
 // ErrNoGatherer is returned by New when Options.Registerer is set but is
@@ -53,7 +60,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Instance, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("throttled: config: %w", err)
 	}
-	s := &Instance{cfg: cfg, log: o.Logger, reg: o.Registerer, gather: o.Gatherer, rdb: o.Redis, tiers: &tierTable{}}
+	s := &Instance{cfg: cfg, log: o.Logger, reg: o.Registerer, gather: o.Gatherer, rdb: o.Redis, tiers: &tierTable{},
+		controllerOnly: o.ControllerOnly}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -70,7 +78,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Instance, error) 
 		s.gather = g
 	}
 	steps := []func(context.Context) error{s.buildStore, s.buildMultipliers, s.buildEnforcer,
-		s.buildAdmin, s.buildController, s.buildProxyParts, s.buildRLS}
+		s.buildAdmin, s.buildController, s.buildPipeline, s.buildRLS}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			_ = s.Close()

@@ -70,7 +70,10 @@
 // half-open and lets HalfOpenMaxRequests probes through: if they all succeed
 // it closes, if one fails it opens again. BreakerSet holds breakers by name
 // and gives a reverse proxy an http.RoundTripper with one breaker per route,
-// tripping on 5xx and timeouts.
+// tripping on 5xx and timeouts. Breaker.Serve is the same around an
+// http.Handler (an in-process handler, or a whole reverse proxy): 5xx
+// answers and answers whose headers miss Deadline are failures, and past
+// Deadline the handler's context ends with a *DeadlineError as its cause.
 //
 // # Metrics
 //

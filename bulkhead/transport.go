@@ -2,7 +2,6 @@ package bulkhead
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -37,7 +36,9 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // RoundTrip sends req through next under the breaker: see
 // BreakerSet.RoundTripper. The deadline bounds the wait for the response
-// headers only; the body then streams for as long as req's context allows.
+// headers only (past it, the error is a *DeadlineError); the body then
+// streams for as long as req's context allows. Serve is the same for a
+// handler.
 func (b *Breaker) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
 	parent := req.Context()
 	if err := parent.Err(); err != nil {
@@ -67,8 +68,7 @@ func (b *Breaker) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Re
 		if perr := parent.Err(); perr != nil {
 			return nil, perr
 		}
-		return nil, fmt.Errorf("bulkhead: breaker %q: no response headers within %v: %w",
-			b.name, b.s.Deadline, context.DeadlineExceeded)
+		return nil, &DeadlineError{Breaker: b.name, Deadline: b.s.Deadline}
 	}
 	if err != nil {
 		cancel()

@@ -232,13 +232,11 @@ func MinStaleAfter(cc *ControllerConfig) time.Duration {
 	return cc.LeaseTTL.D() + 2*cc.Period.D()
 }
 
-// enforces reports whether this instance enforces quotas on traffic (the
-// proxy); a controller-only replica does not, and so must not count itself
-// among the instances that share a quota in the fallback.
-func (c *Config) Enforces() bool { return c.Upstream != "" }
-
-// innerLoop reports whether the proxy runs the inner, concurrency loop.
-func (c *Config) InnerLoop() bool { return c.Upstream != "" && !c.Concurrency.Disabled }
+// InnerLoop reports whether an instance that serves traffic (the proxy,
+// or the middleware of a program that embeds throttled) runs the inner,
+// concurrency loop: unless concurrency.disabled. A controller-only
+// replica runs none whatever this says.
+func (c *Config) InnerLoop() bool { return !c.Concurrency.Disabled }
 
 // DefaultSaturationQuery reads the inner loops' refused fractions.
 const DefaultSaturationQuery = "max(" + controller.SaturationMetric + ")"

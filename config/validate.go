@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/signals"
 )
@@ -102,7 +103,7 @@ func (c *Config) validateController() []fieldErr {
 func (c *Config) validateIdentity() []fieldErr {
 	var errs []fieldErr
 	for i, p := range c.Identity.TrustedProxies {
-		if _, err := ParsePrefix(p); err != nil {
+		if _, err := identity.ParsePrefix(p); err != nil {
 			errs = append(errs, fieldErr{"identity.trusted_proxies[" + itoa(i) + "]", err.Error()})
 		}
 	}
@@ -145,18 +146,6 @@ func asFieldErr(err error) fieldErr {
 		return fieldErr{fe.Field, fe.Msg}
 	}
 	return fieldErr{"config", err.Error()}
-}
-
-// parsePrefix reads a CIDR or a single address.
-func ParsePrefix(s string) (netip.Prefix, error) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, errors.New("want a CIDR like 10.0.0.0/8 or an address")
-	}
-	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

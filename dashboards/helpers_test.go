@@ -241,7 +241,7 @@ func ruleQueries(t *testing.T) []query {
 }
 
 // throttledConfig is the part of deploy/throttled/config.yaml the tests
-// read (cmd/throttled owns the full schema; `throttled config check`
+// read (package config owns the full schema; its check
 // validates the file in TestComposeThrottledConfigChecks).
 type throttledConfig struct {
 	Listen   string `yaml:"listen"`

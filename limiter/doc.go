@@ -67,7 +67,8 @@
 //	limiter/fallback    decisions while the shared store fails (local share, allow, deny)
 //	limiter/identity    who sent a request: API key, verified JWT, client IP
 //	limiter/enforce     HTTP rules → decisions → responses (net/http), probes
-//	limiter/echolimit   the Echo adapter of enforce
+//	limiter/pipeline    the one request path: decision → bulkheads → gate → breaker → handler
+//	limiter/echolimit   the Echo front of pipeline
 //	limiter/rls         Envoy's rate limit service (gRPC) over enforce
 //	limiter/instrument  Prometheus metrics of decisions, top refused clients
 //	limiter/retry       the client side: a RoundTripper honouring Retry-After

@@ -90,7 +90,10 @@ func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 // drains. When started is not nil it receives the bound addresses (for
 // tests).
 func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started chan<- map[string]string) error {
-	t, err := throttled.New(ctx, cfg, throttled.Options{Logger: log})
+	// Without an upstream this instance serves no traffic (the proxy is
+	// its only front; the rate limit service and check decide without
+	// one): a controller replica.
+	t, err := throttled.New(ctx, cfg, throttled.Options{Logger: log, ControllerOnly: cfg.Upstream == ""})
 	if err != nil {
 		return err
 	}

@@ -1,3 +1,3 @@
-// Package echolimit adapts an enforce.Enforcer to Echo v4 as middleware,
-// kept apart so that net/http users of package enforce never import Echo.
+// Package echolimit is the Echo v4 front of throttled's request pipeline
+// (limiter/pipeline), kept apart so that net/http users never import Echo.
 package echolimit

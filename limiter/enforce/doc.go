@@ -5,9 +5,10 @@
 // Retry-After, JSON refusal bodies) and trace attributes.
 //
 // An Enforcer applies a Policy (tiers and ordered Rules). A refusal by one
-// rule refunds what the earlier rules took. Enforcer.Middleware is the
-// net/http adapter; the Echo adapter lives in limiter/echolimit, so net/http
-// users never import Echo. Modes: ModeEnforce refuses at once, ModeShadow
+// rule refunds what the earlier rules took. Enforcer.Middleware is a
+// net/http adapter of the decision alone; limiter/pipeline runs the whole
+// request path around it (bulkheads, the gate, breakers), for net/http and,
+// through limiter/echolimit, Echo. Modes: ModeEnforce refuses at once, ModeShadow
 // only records, ModeDelay waits up to MaxWait for capacity: waiters take
 // turns per bucket key (O(N) store calls for N waiters), and at most
 // Settings.MaxWaiting wait at once.

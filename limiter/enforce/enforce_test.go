@@ -17,17 +17,23 @@ import (
 	"github.com/throttledhq/throttled/limiter/echolimit"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/identity"
+	"github.com/throttledhq/throttled/limiter/pipeline"
 )
 
-// adapters are the two thin HTTP adapters over one Enforcer.
+// adapters are the two HTTP adapters over one Enforcer: its own net/http
+// Middleware, and Echo through the request pipeline (its decision stage only).
 var adapters = []struct {
 	name string
 	wrap func(e *enforce.Enforcer) http.Handler
 }{
 	{"net/http", func(e *enforce.Enforcer) http.Handler { return e.Middleware(okHandler()) }},
 	{"echo", func(e *enforce.Enforcer) http.Handler {
+		p, err := pipeline.New(pipeline.Settings{Enforcer: e})
+		if err != nil {
+			panic(err)
+		}
 		app := echo.New()
-		app.Use(echolimit.Middleware(e))
+		app.Use(echolimit.Middleware(p))
 		app.Any("/*", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 		return app
 	}},

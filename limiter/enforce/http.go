@@ -108,7 +108,9 @@ func probeMethod(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // Middleware enforces e on every request before next (net/http adapter):
-// Check, then WriteHeaders, then next or the refusal.
+// Check, then WriteHeaders, then next or the refusal. It runs the decision
+// stage alone: limiter/pipeline's Handler is the whole request path
+// (bulkheads, the inner loop's gate, breakers) around it.
 func (e *Enforcer) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ps pass

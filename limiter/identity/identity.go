@@ -67,6 +67,19 @@ func NewIPResolver(trusted []netip.Prefix, ipv6Prefix int) (*IPResolver, error) 
 	return r, nil
 }
 
+// ParsePrefix reads a trusted proxy as configured: a CIDR ("10.0.0.0/8",
+// masked) or a single address (its /32 or /128).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, errors.New("want a CIDR like 10.0.0.0/8 or an address")
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
 // normalizePrefix masks p and turns an IPv4-mapped prefix (::ffff:a.b.c.d/n,
 // n ≥ 96) into its IPv4 form, since addresses are compared unmapped.
 func normalizePrefix(p netip.Prefix) netip.Prefix {

@@ -275,3 +275,22 @@ func fuzzIsHop(a netip.Addr, lines []string) bool {
 	}
 	return false
 }
+
+// TestParsePrefix: a trusted proxy is a CIDR (masked) or one address; the
+// error names the form wanted.
+func TestParsePrefix(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"10.1.2.3/8", "10.0.0.0/8"},
+		{"192.168.1.7", "192.168.1.7/32"},
+		{"::1", "::1/128"},
+		{"::ffff:10.0.0.0/104", "::ffff:10.0.0.0/104"},
+	} {
+		p, err := ParsePrefix(tc.in)
+		if err != nil || p.String() != tc.want {
+			t.Errorf("ParsePrefix(%q) = %v, %v; want %s", tc.in, p, err, tc.want)
+		}
+	}
+	if _, err := ParsePrefix("10.0.0"); err == nil || !strings.Contains(err.Error(), "want a CIDR") {
+		t.Errorf("ParsePrefix(10.0.0): err %v, want one naming the CIDR form", err)
+	}
+}

@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/throttledhq/throttled/bulkhead"
+	"github.com/throttledhq/throttled/limiter/enforce"
+)
+
+// call is one request's way through the pipeline, pooled: its decision,
+// the permits it holds, and the writer the handler answers through when
+// the answer needs the rate-limit headers or its time (Settings.Answers).
+type call struct {
+	p       *Pipeline
+	res     enforce.Result
+	permits [3]bulkhead.Permit // tier bulkhead, route bulkhead, gate
+	n       int                // permits held
+	start   time.Time          // when it asked the gate (or reached the handler)
+	called  time.Time          // when it reached the handler
+	w       http.ResponseWriter
+	wrote   bool // the answer's headers are out
+}
+
+// keep holds pm until the call is done.
+func (c *call) keep(pm bulkhead.Permit) {
+	c.permits[c.n] = pm
+	c.n++
+}
+
+// done releases the permits, the last taken first, and puts c back.
+func (c *call) done() {
+	for i := c.n - 1; i >= 0; i-- {
+		c.permits[i].Release()
+	}
+	p := c.p
+	*c = call{p: p}
+	p.calls.Put(c)
+}
+
+// answer puts the rate-limit headers on the answer, in place of any the
+// handler set under their names, and tells Settings.Answers of it, as its
+// headers go out with status; or after a handler that wrote nothing, whose
+// 200 net/http sends with the header map as it is then.
+func (c *call) answer(status int) {
+	if c.wrote || c.w == nil {
+		return
+	}
+	c.wrote = true
+	c.res.WriteHeaders(c.w.Header())
+	if a := c.p.s.Answers; a != nil {
+		now := time.Now()
+		a.Answered(status, now.Sub(c.start), now.Sub(c.called))
+	}
+}
+
+func (c *call) Header() http.Header { return c.w.Header() }
+
+// WriteHeader answers with status; interim 1xx answers (other than 101)
+// pass as they are.
+func (c *call) WriteHeader(status int) {
+	if status >= 200 || status == http.StatusSwitchingProtocols {
+		c.answer(status)
+	}
+	c.w.WriteHeader(status)
+}
+
+func (c *call) Write(b []byte) (int, error) {
+	c.answer(http.StatusOK)
+	return c.w.Write(b)
+}
+
+// Flush sends the headers (200 unless written) and what is buffered.
+func (c *call) Flush() {
+	c.answer(http.StatusOK)
+	_ = http.NewResponseController(c.w).Flush()
+}
+
+// Hijack hands the connection to the handler, which writes its answer
+// (an upgrade's 101) with the header map as it is then.
+func (c *call) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c.answer(http.StatusSwitchingProtocols)
+	return http.NewResponseController(c.w).Hijack()
+}
+
+// Unwrap is the writer the pipeline was given, for http.ResponseController.
+func (c *call) Unwrap() http.ResponseWriter { return c.w }
+
+// ResultOf is the Enforcer's decision for the request that w (the writer
+// the pipeline gave a handler, or one that wraps it and has Unwrap) answers:
+// its tier, rule and rate-limit headers. It is nil when no rule applied.
+// It is the pipeline's until Serve returns: copy what you keep.
+func ResultOf(w http.ResponseWriter) *enforce.Result {
+	for {
+		switch t := w.(type) {
+		case *call:
+			if !t.res.Limited {
+				return nil
+			}
+			return &t.res
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
