@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/throttledhq/throttled"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/overload"
 )
 
 // errFront reports a front a stack cannot serve.
-var errFront = errors.New("bench overload: front")
+var errFront = errors.New("bench overload: unknown front")
 
 // frontHandler is what an instance serves on its front listener: the
 // sidecar proxy to the backend's listener, or the backend's own handler
@@ -25,10 +26,15 @@ func frontHandler(t *throttled.Instance, spec overload.StackSpec) (http.Handler,
 	switch spec.Front {
 	case overload.Proxy:
 		return t.Proxy()
-	case overload.Middleware, overload.Echo:
-		return nil, fmt.Errorf("%w %s: not built yet", errFront, spec.Front)
+	case overload.Middleware:
+		return t.Middleware(spec.Handler), nil
+	case overload.Echo:
+		e := echo.New()
+		e.Use(t.Echo())
+		e.Any("/*", echo.WrapHandler(spec.Handler))
+		return e, nil
 	}
-	return nil, fmt.Errorf("%w %s: unknown", errFront, spec.Front)
+	return nil, fmt.Errorf("%w %s", errFront, spec.Front)
 }
 
 // stackConfig is the serve configuration of one instance for a scenario

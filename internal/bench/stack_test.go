@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,29 +26,39 @@ var surgeBackend = overload.BackendSettings{Workers: 1, ServiceTime: 40 * time.M
 const looseTarget = time.Second
 
 // TestSurgeKeepsPremiumWhole is the short surge run of the test suite, on
-// the small backend: premium keeps ≥ 99 % of its requests through the
-// surge, and the p99 of 2xx settles within the target. The figures of
-// record are the benchmark's (BENCHMARKS.md).
+// the small backend, through each front (the sidecar proxy, the backend's
+// handler behind the net/http middleware and behind Echo): premium keeps
+// ≥ 99 % of its requests through the surge, free is shed, and the p99 of
+// 2xx settles within the target. The figures of record are the
+// benchmark's (BENCHMARKS.md).
 func TestSurgeKeepsPremiumWhole(t *testing.T) {
 	bs := surgeBackend
 	sc, err := overload.Lookup("surge", bs.Capacity())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := overload.Run(context.Background(), sc, overload.RunSettings{Duration: 12 * time.Second,
-		Target: looseTarget, Mode: overload.Controller, Backend: bs, Timeout: 30 * time.Second, Stack: Parts{}.Start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := rep.Phases.During
-	if o.PremiumAdmittedPct < 99 {
-		t.Errorf("premium admitted %.1f%% during the surge, want ≥ 99%%: %s", o.PremiumAdmittedPct, rep.Headline())
-	}
-	if rep.SettleS < 0 {
-		t.Errorf("the p99 of 2xx never settled within the target: %s", rep.Headline())
-	}
-	if o.Status.Shed == 0 || o.FreeAdmittedPct > 90 {
-		t.Errorf("free was not shed (free admitted %.1f%%, %d shed): %s", o.FreeAdmittedPct, o.Status.Shed, rep.Headline())
+	for _, front := range []overload.Front{overload.Proxy, overload.Middleware, overload.Echo} {
+		t.Run(front.String(), func(t *testing.T) {
+			rep, err := overload.Run(context.Background(), sc, overload.RunSettings{Duration: 12 * time.Second,
+				Target: looseTarget, Mode: overload.Controller, Front: front, Backend: bs, Timeout: 30 * time.Second,
+				Stack: Parts{}.Start})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := rep.Phases.During
+			if o.PremiumAdmittedPct < 99 {
+				t.Errorf("premium admitted %.1f%% during the surge, want ≥ 99%%: %s", o.PremiumAdmittedPct, rep.Headline())
+			}
+			if rep.SettleS < 0 {
+				t.Errorf("the p99 of 2xx never settled within the target: %s", rep.Headline())
+			}
+			if o.Status.Shed == 0 || o.FreeAdmittedPct > 90 {
+				t.Errorf("free was not shed (free admitted %.1f%%, %d shed): %s", o.FreeAdmittedPct, o.Status.Shed, rep.Headline())
+			}
+			if rep.Front != front.String() {
+				t.Errorf("the report names front %q, want %s", rep.Front, front)
+			}
+		})
 	}
 }
 
@@ -99,5 +111,45 @@ func TestAdminAddrPerInstance(t *testing.T) {
 		if _, err := adminAddr(bad, 1); err == nil {
 			t.Errorf("adminAddr(%q, 1) accepted", bad)
 		}
+	}
+}
+
+// With the middleware fronts the instance has no upstream: its front
+// serves the backend's handler in process, through the pipeline (the
+// premium key's rate-limit headers), and the backend's listener sees
+// nothing. An unknown front is refused by name.
+func TestStackFronts(t *testing.T) {
+	b, err := overload.NewBackend(overload.BackendSettings{Workers: 1, ServiceTime: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sc, _ := overload.Lookup("surge", b.Capacity())
+	premium := strconv.FormatInt(sc.Tiers[0].Quota, 10) // the tier of key premium-0
+	for _, front := range []overload.Front{overload.Middleware, overload.Echo} {
+		spec := overload.StackSpec{Scenario: sc, Front: front, Backend: "http://127.0.0.1:1", Handler: b.Handler()}
+		st, err := StartStack(context.Background(), spec, Parts{})
+		if err != nil {
+			t.Fatalf("%s: %v", front, err)
+		}
+		// Until Run's watcher delivers the configuration, every key is in
+		// the default tier (the root package's, not the front's).
+		testenv.WaitFor(t, 5*time.Second, front.String()+": premium-0 in tier premium", func() bool {
+			resp, body := testenv.Call(t, "GET", st.URLs()[0]+"/", "", overload.KeyHeader, "premium-0")
+			if resp.StatusCode != 200 || body != "ok\n" {
+				t.Fatalf("%s: %d %q, want the backend's 200", front, resp.StatusCode, body)
+			}
+			return resp.Header.Get("X-RateLimit-Limit") == premium
+		})
+		if err := st.Close(); err != nil {
+			t.Errorf("%s: Close: %v", front, err)
+		}
+	}
+	if c := b.Counts(); c.OK < 2 {
+		t.Errorf("backend counts %+v, want the requests served in process", c)
+	}
+	_, err = StartStack(context.Background(), overload.StackSpec{Scenario: sc, Front: overload.Front(9)}, Parts{})
+	if err == nil || !strings.Contains(err.Error(), "unknown front Front(9)") {
+		t.Errorf("front 9: %v, want it refused", err)
 	}
 }
