@@ -77,20 +77,26 @@ func Decisions(s limiter.Store, alg limiter.Algorithm, conc, nkeys int, dur time
 	}
 	wg.Wait()
 	el, cpu := time.Since(start), (overload.CPUTime() - cpu0).Seconds()
+	q := quantiles(lat)
+	return DecisionsResult{Algorithm: alg.String(), Concurrency: conc, Keys: nkeys, DurationSeconds: el.Seconds(),
+		Decisions: n.Load(), Errors: errs.Load(), DecisionsPerSec: float64(n.Load()) / el.Seconds(),
+		P50Micros: q(0.5), P99Micros: q(0.99), P999Micros: q(0.999), CPUSeconds: cpu}
+}
+
+// quantiles sorts the latencies of every goroutine together and returns
+// their quantile function, in microseconds (0 without any).
+func quantiles(lat [][]time.Duration) func(p float64) float64 {
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	q := func(p float64) float64 {
+	return func(p float64) float64 {
 		if len(all) == 0 {
 			return 0
 		}
 		return float64(all[int(p*float64(len(all)-1))]) / float64(time.Microsecond)
 	}
-	return DecisionsResult{Algorithm: alg.String(), Concurrency: conc, Keys: nkeys, DurationSeconds: el.Seconds(),
-		Decisions: n.Load(), Errors: errs.Load(), DecisionsPerSec: float64(n.Load()) / el.Seconds(),
-		P50Micros: q(0.5), P99Micros: q(0.99), P999Micros: q(0.999), CPUSeconds: cpu}
 }
 
 // OpenStore opens the store of `bench decisions --store kind`: memory, or

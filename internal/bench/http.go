@@ -199,7 +199,7 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 		}
 		if m == "lease" {
 			if s, err = tokenlease.New(s, tokenlease.Settings{Size: 64}); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("bench http: mode lease: %w", err)
 			}
 		}
 	}
@@ -212,7 +212,7 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 	// nothing and the bench measured a hello world twice.
 	e, err := enforce.New(s, p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench http: mode %s: %w", m, err)
 	}
 	return e.Middleware(helloWorld), nil
 }

@@ -74,7 +74,7 @@ func StartStack(ctx context.Context, spec overload.StackSpec, parts Parts) (*Sta
 		cfg, err := stackConfig(spec, parts, admin)
 		if err != nil {
 			_ = st.Close()
-			return nil, err
+			return nil, fmt.Errorf("bench overload: instance %d: config: %w", i, err)
 		}
 		in, err := startInstance(context.WithoutCancel(ctx), cfg, spec)
 		if err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -27,7 +28,7 @@ type target struct {
 func startTarget(h http.Handler, m string, conns int) (*target, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench http: mode %s: %w", m, err)
 	}
 	t := &target{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
 		tr: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, url: "http://" + ln.Addr().String() + "/hello"}
