@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/wait"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // reconcileRetry is how often reconcile is retried while the store does
@@ -17,7 +17,7 @@ const reconcileRetry = 2 * time.Second
 // startReconcile reconciles file and store now, or, while the store does
 // not answer, in the background until it does (logging the first failure
 // only).
-func (s *Instance) startReconcile(ctx context.Context, st api.Store) {
+func (s *Instance) startReconcile(ctx context.Context, st policy.Store) {
 	err := s.reconcile(ctx, st)
 	if err == nil {
 		return
@@ -33,11 +33,11 @@ func (s *Instance) startReconcile(ctx context.Context, st api.Store) {
 // reconcile brings the file and the store together at start. With
 // config.source: file it makes the store equal to the file; with store it
 // warns once when they differ. It fails only when the store does not answer.
-func (s *Instance) reconcile(ctx context.Context, st api.Store) error {
+func (s *Instance) reconcile(ctx context.Context, st policy.Store) error {
 	file := s.cfg.Policy()
 	if s.cfg.Source() == config.SourceFile {
-		snap, wrote, err := api.Replace(ctx, st, file, api.ReplaceSettings{Force: true,
-			Who: "config.source: file", Validate: config.ValidatePolicy})
+		snap, wrote, err := policy.Replace(ctx, st, file, policy.ReplaceSettings{Force: true,
+			Who: "config.source: file"})
 		if err != nil {
 			return err
 		}
@@ -46,7 +46,7 @@ func (s *Instance) reconcile(ctx context.Context, st api.Store) error {
 		}
 		return nil
 	}
-	snap, err := api.Load(ctx, st, config.ValidatePolicy)
+	snap, err := policy.Load(ctx, st)
 	switch {
 	case err != nil && snap.Version == 0:
 		return err

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // With config.source: file serve makes the store equal to the file at
@@ -18,10 +19,10 @@ import (
 // naming config.source: file, while reads and pins work.
 func TestServeConfigSourceFile(t *testing.T) {
 	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old := configtest.Serve(t, "", rd.URL())
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
-	cfg := testConfig(t, "", rd.URL())
+	cfg := configtest.Serve(t, "", rd.URL())
 	cfg.ConfigSource.Source = "file"
 	s, _ := buildLogged(t, cfg)
 	snap := storedConfig(t, rd.URL())
@@ -54,10 +55,10 @@ func TestServeConfigSourceFile(t *testing.T) {
 // naming `throttled config diff`, and not when they agree.
 func TestServeWarnsWhenFileAndStoreDiffer(t *testing.T) {
 	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old := configtest.Serve(t, "", rd.URL())
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
-	_, logs := buildLogged(t, testConfig(t, "", rd.URL()))
+	_, logs := buildLogged(t, configtest.Serve(t, "", rd.URL()))
 	if n := strings.Count(logs.String(), "throttled config diff"); n != 1 {
 		t.Fatalf("%d warnings naming throttled config diff, want 1:\n%s", n, logs.String())
 	}
@@ -87,10 +88,10 @@ func buildLogged(t *testing.T, cfg *config.Config) (*Instance, *testenv.SyncBuff
 // starts, and makes the store equal to the file once it answers.
 func TestConfigSourceFileAfterStoreOutage(t *testing.T) {
 	rd := testenv.StartRedis(t)
-	old := testConfig(t, "", rd.URL())
-	old.Tiers["free"] = api.Tier{Rate: 10, Period: api.Duration(60e9), Burst: 10, Priority: 1}
+	old := configtest.Serve(t, "", rd.URL())
+	old.Tiers["free"] = policy.Tier{Rate: 10, Period: policy.Duration(60e9), Burst: 10, Priority: 1}
 	storeWith(t, rd.URL(), old)
-	cfg := testConfig(t, testenv.Upstream(t).URL, rd.URL())
+	cfg := configtest.Serve(t, testenv.Upstream(t).URL, rd.URL())
 	cfg.ConfigSource.Source = "file"
 	rd.Pause()
 	run(t, cfg)

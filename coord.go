@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/limiter/coord"
-	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/multiplier"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // localMultipliers carries the controller's multipliers to the enforcer in
@@ -55,7 +55,7 @@ type pinned struct {
 		multiplier.Source
 		multiplier.RateSource
 	}
-	pins atomic.Pointer[map[string]api.Pin]
+	pins atomic.Pointer[map[string]policy.Pin]
 	now  func() time.Time
 }
 
@@ -79,7 +79,7 @@ func (p *pinned) Rate(tier string) float64 {
 	return p.src.Rate(tier)
 }
 
-func (p *pinned) setPins(m map[string]api.Pin) { p.pins.Store(&m) }
+func (p *pinned) setPins(m map[string]policy.Pin) { p.pins.Store(&m) }
 
 // pin is the tier's active pin, if any.
 func (p *pinned) pin(tier string) (float64, bool) {
@@ -130,34 +130,27 @@ type multiplierStatus struct {
 	sub   *coord.Subscriber // nil in embedded mode
 }
 
-func (m *multiplierStatus) Multipliers() []api.MultiplierStatus {
+func (m *multiplierStatus) Multipliers() []admin.MultiplierStatus {
 	source, at := "controller", time.Now()
 	if m.sub != nil {
 		snap := m.sub.Snapshot()
 		source, at = snap.Origin.String(), snap.At
 	}
-	var out []api.MultiplierStatus
+	var out []admin.MultiplierStatus
 	for _, t := range m.tiers() {
-		out = append(out, api.MultiplierStatus{Tier: t, Multiplier: m.src.Multiplier(t), Source: source, UpdatedAt: at})
+		out = append(out, admin.MultiplierStatus{Tier: t, Multiplier: m.src.Multiplier(t), Source: source, UpdatedAt: at})
 	}
 	return out
-}
-
-// bucketInspector shows a key's buckets in GET /v1/keys/{key}.
-type bucketInspector struct{ e *enforce.Enforcer }
-
-func (b bucketInspector) Inspect(ctx context.Context, key string) (any, error) {
-	return b.e.Inspect(ctx, key)
 }
 
 // topConsumers serves GET /v1/top from the enforcer's top-K.
 type topConsumers struct{ t *instrument.TopK }
 
-func (c topConsumers) TopConsumers() (api.Duration, []api.Consumer) {
+func (c topConsumers) TopConsumers() (policy.Duration, []admin.Consumer) {
 	top := c.t.Top()
-	out := make([]api.Consumer, len(top))
+	out := make([]admin.Consumer, len(top))
 	for i, k := range top {
-		out[i] = api.Consumer{Key: k.Key, Fingerprint: instrument.Fingerprint(k.Key), Refused: k.Count, Error: k.Error}
+		out[i] = admin.Consumer{Key: k.Key, Fingerprint: instrument.Fingerprint(k.Key), Refused: k.Count, Error: k.Error}
 	}
-	return api.Duration(c.t.Window()), out
+	return policy.Duration(c.t.Window()), out
 }

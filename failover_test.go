@@ -12,12 +12,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
 	"github.com/throttledhq/throttled/limiter/multiplier"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // killableLease is the Redis lease of a replica that can be SIGKILLed: once
@@ -125,8 +126,8 @@ func (r *replica) kill() {
 // the free tier's multiplier, as an enforcer's subscriber applies it, is
 // never read as 1 between the kill and the new leader's first publish.
 func TestLeaderKilledDuringOverloadKeepsShedding(t *testing.T) {
-	cfg := testConfig(t, "http://127.0.0.1:1", "redis://127.0.0.1:1")
-	cfg.Controller.Period = api.Duration(400 * time.Millisecond)
+	cfg := configtest.Serve(t, "http://127.0.0.1:1", "redis://127.0.0.1:1")
+	cfg.Controller.Period = policy.Duration(400 * time.Millisecond)
 	cfg.Controller.LeaseTTL, cfg.Controller.MultiplierStaleAfter = 0, 0
 	cfg.SetDefaults()
 	if errs := cfg.Validate(); errs != nil {

@@ -5,31 +5,20 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
-	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
-
-// testConfig is testenv.ServeConfig parsed.
-func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(testenv.ServeConfig(upstream, redisURL)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // policyStore is the admin configuration store on the Redis at url
 // (prefix throttled:), closed when the test ends.
-func policyStore(t *testing.T, url string) api.Store {
+func policyStore(t *testing.T, url string) policy.Store {
 	t.Helper()
 	c, err := OpenRedis(&config.RedisConfig{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	st, err := api.NewRedisStore(c, api.StoreSettings{Prefix: "throttled:"})
+	st, err := policy.NewRedisStore(c, policy.StoreSettings{Prefix: "throttled:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,15 +29,15 @@ func policyStore(t *testing.T, url string) api.Store {
 // as version 1 written by another instance.
 func storeWith(t *testing.T, url string, c *config.Config) {
 	t.Helper()
-	if _, _, err := api.Replace(context.Background(), policyStore(t, url), c.Policy(), api.ReplaceSettings{}); err != nil {
+	if _, _, err := policy.Replace(context.Background(), policyStore(t, url), c.Policy(), policy.ReplaceSettings{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // storedConfig loads the configuration stored at url.
-func storedConfig(t *testing.T, url string) api.Snapshot {
+func storedConfig(t *testing.T, url string) policy.Snapshot {
 	t.Helper()
-	snap, err := api.Load(context.Background(), policyStore(t, url), config.ValidatePolicy)
+	snap, err := policy.Load(context.Background(), policyStore(t, url))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/tokenlease"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // leases is the store of the rules in lease mode (a rule's `lease:`): their
@@ -17,9 +17,9 @@ import (
 // force: set runs at start and on every admin change.
 type leases struct {
 	shared limiter.Store
-	mu     sync.Mutex                      // serializes set; guards stores
-	stores map[api.Lease]*tokenlease.Store // kept across changes, so leases survive them
-	cur    atomic.Pointer[leaseRoutes]     // read by every decision
+	mu     sync.Mutex                         // serializes set; guards stores
+	stores map[policy.Lease]*tokenlease.Store // kept across changes, so leases survive them
+	cur    atomic.Pointer[leaseRoutes]        // read by every decision
 }
 
 type leaseRoutes struct{ limiter.Store }
@@ -37,16 +37,16 @@ func (l *leases) Decide(ctx context.Context, req limiter.Request) (limiter.Decis
 
 // set puts the lease settings of rules in force. A setting in use before
 // keeps its store and the tokens it holds.
-func (l *leases) set(rules []api.Rule) error {
+func (l *leases) set(rules []policy.Rule) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	names := map[api.Lease][]string{}
+	names := map[policy.Lease][]string{}
 	for _, r := range rules {
 		if r.Lease != nil {
 			names[*r.Lease] = append(names[*r.Lease], r.Name)
 		}
 	}
-	stores, routed := make(map[api.Lease]*tokenlease.Store, len(names)), l.shared
+	stores, routed := make(map[policy.Lease]*tokenlease.Store, len(names)), l.shared
 	for set, ns := range names {
 		ts := l.stores[set]
 		if ts == nil {

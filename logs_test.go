@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/signals"
 )
@@ -16,7 +17,7 @@ import (
 // TestServeLogsPrometheusQueries: at start serve logs the queries it
 // steers by, the defaults filtered by the selector.
 func TestServeLogsPrometheusQueries(t *testing.T) {
-	cfg := testConfig(t, "", "")
+	cfg := configtest.Serve(t, "", "")
 	cfg.Prometheus.URL, cfg.Prometheus.Selector = "http://127.0.0.1:9", `job="checkout"`
 	var logs testenv.SyncBuffer
 	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
@@ -49,7 +50,7 @@ func startMemoryPolicyStack(t *testing.T, redisURL string, logs *testenv.SyncBuf
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := New(ctx, testConfig(t, "", redisURL), Options{Logger: log})
+	s, err := New(ctx, configtest.Serve(t, "", redisURL), Options{Logger: log})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

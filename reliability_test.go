@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 )
@@ -20,7 +21,7 @@ import (
 // a 60 s outage does at the default pool size.
 func TestRecoveryAfterRedisOutage(t *testing.T) {
 	r := testenv.StartRedis(t)
-	cfg := testConfig(t, "", r.URL()+"?pool_size=2")
+	cfg := configtest.Serve(t, "", r.URL()+"?pool_size=2")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := New(ctx, cfg, Options{Logger: slog.New(slog.DiscardHandler)})
@@ -97,7 +98,7 @@ func TestMemoryPolicyWarning(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs testenv.SyncBuffer
-		s, err := New(context.Background(), testConfig(t, "", r.URL()),
+		s, err := New(context.Background(), configtest.Serve(t, "", r.URL()),
 			Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)

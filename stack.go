@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/controller"
@@ -24,6 +24,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/rls"
+	"github.com/throttledhq/throttled/policy"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
@@ -50,8 +51,8 @@ type Instance struct {
 	stopTracing    func(context.Context) error
 	mults          *pinned
 	tiers          *tierTable
-	admin          atomic.Pointer[api.Server] // nil while the admin store is unreachable
-	watcher        *api.Watcher
+	admin          atomic.Pointer[admin.Server] // nil while the admin store is unreachable
+	watcher        *policy.Watcher
 	loop           *controller.Loop
 	controllerOnly bool
 	answers        *answerMetrics     // the handler's (the upstream's) answers; nil: controller only
@@ -202,7 +203,7 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	policy, err := config.PolicyOf(s.cfg.Policy())
+	pol, err := policy.Compile(s.cfg.Policy())
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 	if err := s.reg.Register(s.top); err != nil {
 		return err
 	}
-	s.enforcer, err = enforce.New(s.store, policy, enforce.Settings{
+	s.enforcer, err = enforce.New(s.store, pol, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
 		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: config.UnassignedKeysOf(&s.cfg.Identity)})
 	return err

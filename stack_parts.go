@@ -11,33 +11,34 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter/coord"
 	"github.com/throttledhq/throttled/limiter/pipeline"
+	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/signals"
 )
 
 func (s *Instance) buildAdmin(ctx context.Context) error {
-	tokens, err := api.TokensFromEnv(os.Environ())
+	tokens, err := admin.TokensFromEnv(os.Environ())
 	if err != nil {
 		return err
 	}
 	for role, tok := range s.cfg.Admin.Tokens {
-		r, err := api.ParseRole(role)
+		r, err := admin.ParseRole(role)
 		if err != nil {
 			return err
 		}
-		tokens[role] = api.Token{Token: tok, Role: r}
+		tokens[role] = admin.Token{Token: tok, Role: r}
 	}
-	var st api.Store
+	var st policy.Store
 	if s.rdb != nil {
-		st, err = api.NewRedisStore(s.rdb, api.StoreSettings{Prefix: s.cfg.Redis.Prefix})
+		st, err = policy.NewRedisStore(s.rdb, policy.StoreSettings{Prefix: s.cfg.Redis.Prefix})
 	} else {
-		st, err = api.NewMemoryStore(api.StoreSettings{})
+		st, err = policy.NewMemoryStore(policy.StoreSettings{})
 	}
 	if err != nil {
 		return err
@@ -49,8 +50,8 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 	if err := s.reg.Register(resets); err != nil {
 		return err
 	}
-	as := api.Settings{Store: st, Tokens: tokens, Validate: config.ValidatePolicy,
-		Initial: s.cfg.Policy(), Multipliers: status, Inspector: bucketInspector{s.enforcer}, Top: topConsumers{s.top},
+	as := admin.Settings{Store: st, Tokens: tokens,
+		Initial: s.cfg.Policy(), Multipliers: status, Inspector: s.enforcer, Top: topConsumers{s.top},
 		Registerer: s.reg, Logger: s.redisLogger(), OnReset: func(error) { resets.Inc() }}
 	if s.cfg.Source() == config.SourceFile {
 		as.ReadOnly = config.FileOwns
@@ -59,9 +60,9 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 		return err
 	}
 	s.startReconcile(ctx, st)
-	s.watcher, err = api.NewWatcher(st, api.WatcherSettings{Validate: config.ValidatePolicy, OnChange: s.apply,
+	s.watcher, err = policy.NewWatcher(st, policy.WatcherSettings{OnChange: s.apply,
 		OnError: func(err error) {
-			if errors.Is(err, api.ErrStoreReset) {
+			if errors.Is(err, policy.ErrStoreReset) {
 				resets.Inc()
 				s.log.Error("admin config store was reset: the configuration in force stays and is restored", "err", err)
 				return
@@ -79,19 +80,19 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 // the instance still starts, enforcing the file's configuration: the admin
 // API answers 503 and is retried until the store is back, and the watcher
 // then delivers the stored configuration. A configuration error is fatal.
-func (s *Instance) startAdmin(ctx context.Context, as api.Settings) error {
-	srv, err := api.New(ctx, as)
+func (s *Instance) startAdmin(ctx context.Context, as admin.Settings) error {
+	srv, err := admin.New(ctx, as)
 	switch {
 	case err == nil:
 		s.admin.Store(srv)
 		return nil
-	case errors.Is(err, api.ErrInvalid):
+	case errors.Is(err, policy.ErrInvalid):
 		return err
 	}
 	s.redisLogger().Error("admin store unavailable: enforcing the file's configuration, admin API answers 503 until it is back", "err", err)
 	s.runners = append(s.runners, func(ctx context.Context) error {
 		return wait.Until(ctx, 2*time.Second, func(ctx context.Context) bool {
-			srv, err := api.New(ctx, as)
+			srv, err := admin.New(ctx, as)
 			if err == nil {
 				s.admin.Store(srv)
 				s.log.Info("admin store is back: admin API serving")
@@ -103,8 +104,8 @@ func (s *Instance) startAdmin(ctx context.Context, as api.Settings) error {
 }
 
 // apply puts a new admin configuration in force on this instance.
-func (s *Instance) apply(snap api.Snapshot) {
-	p, err := config.PolicyOf(snap.Config)
+func (s *Instance) apply(snap policy.Snapshot) {
+	p, err := policy.Compile(snap.Config)
 	if err == nil {
 		err = s.enforcer.SetPolicy(p)
 	}
@@ -120,7 +121,7 @@ func (s *Instance) apply(snap api.Snapshot) {
 		assign[k] = v
 	}
 	s.tiers.m.Store(&assign)
-	pins := make(map[string]api.Pin, len(snap.Pins))
+	pins := make(map[string]policy.Pin, len(snap.Pins))
 	for k, v := range snap.Pins {
 		pins[k] = v
 	}

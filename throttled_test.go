@@ -12,9 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 var quiet = Options{Logger: slog.New(slog.DiscardHandler)}
@@ -22,14 +23,14 @@ var quiet = Options{Logger: slog.New(slog.DiscardHandler)}
 // TestNewValidatesAConfigBuiltInCode: New fills the defaults of a Config
 // made in code and refuses one with a bad value, naming its path.
 func TestNewValidatesAConfigBuiltInCode(t *testing.T) {
-	cfg := testConfig(t, "", "")
+	cfg := configtest.Serve(t, "", "")
 	cfg.Controller.ErrorRatioTarget = 2
 	_, err := New(context.Background(), cfg, quiet)
 	if err == nil || !strings.Contains(err.Error(), "controller.error_ratio_target") {
 		t.Fatalf("New: %v, want an error naming controller.error_ratio_target", err)
 	}
 	bare := &config.Config{Admin: config.AdminConfig{Listen: "127.0.0.1:0"},
-		Tiers: map[string]api.Tier{"free": {Rate: 10, Period: api.Duration(time.Second), Burst: 10}}}
+		Tiers: map[string]policy.Tier{"free": {Rate: 10, Period: policy.Duration(time.Second), Burst: 10}}}
 	s, err := New(context.Background(), bare, quiet)
 	if err != nil {
 		t.Fatalf("New of a zero Config with an admin listener: %v", err)
@@ -48,10 +49,10 @@ type registererOnly struct{ prometheus.Registerer }
 // caller's registry and /metrics serves them.
 func TestOptionsMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := New(context.Background(), testConfig(t, "", ""), Options{Registerer: registererOnly{reg}}); !errors.Is(err, ErrNoGatherer) {
+	if _, err := New(context.Background(), configtest.Serve(t, "", ""), Options{Registerer: registererOnly{reg}}); !errors.Is(err, ErrNoGatherer) {
 		t.Fatalf("New: %v, want ErrNoGatherer", err)
 	}
-	s, err := New(context.Background(), testConfig(t, "", ""), Options{Logger: quiet.Logger, Registerer: reg})
+	s, err := New(context.Background(), configtest.Serve(t, "", ""), Options{Logger: quiet.Logger, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestOptionsMetrics(t *testing.T) {
 // TestControllerOnlyServesNoTraffic: an instance made with
 // Options.ControllerOnly has no fronts: Proxy says so, Middleware panics.
 func TestControllerOnlyServesNoTraffic(t *testing.T) {
-	s, err := New(context.Background(), testConfig(t, testenv.Upstream(t).URL, ""),
+	s, err := New(context.Background(), configtest.Serve(t, testenv.Upstream(t).URL, ""),
 		Options{Logger: quiet.Logger, ControllerOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,10 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/controller"
+	"github.com/throttledhq/throttled/policy"
+	"github.com/throttledhq/throttled/proxy"
 )
 
 // Config is the YAML configuration of `throttled serve`. Zero values mean
@@ -18,7 +19,7 @@ type Config struct {
 	Upstream string `yaml:"upstream"` // "" = no proxy
 	// UpstreamTimeout bounds the wait for the upstream's response headers
 	// (a hung upstream answers 504 instead of holding a permit forever).
-	UpstreamTimeout api.Duration     `yaml:"upstream_timeout"`
+	UpstreamTimeout policy.Duration  `yaml:"upstream_timeout"`
 	Admin           AdminConfig      `yaml:"admin"`
 	Redis           RedisConfig      `yaml:"redis"`
 	Prometheus      PrometheusConfig `yaml:"prometheus"`
@@ -30,14 +31,14 @@ type Config struct {
 	Fallback    FallbackConfig      `yaml:"fallback"`
 	Bulkheads   map[string]Bulkhead `yaml:"bulkheads"` // per tier, proxy mode
 	// RouteBulkheads bound the requests in flight per path prefix (proxy mode).
-	RouteBulkheads  map[string]Bulkhead `yaml:"route_bulkheads"`
-	UpstreamBreaker BreakerConfig       `yaml:"upstream_breaker"`
-	Log             LogConfig           `yaml:"log"`
-	Tiers           map[string]api.Tier `yaml:"tiers"`
-	Rules           []api.Rule          `yaml:"rules"`
-	DefaultTier     string              `yaml:"default_tier"`
-	AnonymousTier   string              `yaml:"anonymous_tier"`
-	Assignments     map[string]string   `yaml:"assignments"` // client key → tier
+	RouteBulkheads  map[string]Bulkhead    `yaml:"route_bulkheads"`
+	UpstreamBreaker BreakerConfig          `yaml:"upstream_breaker"`
+	Log             LogConfig              `yaml:"log"`
+	Tiers           map[string]policy.Tier `yaml:"tiers"`
+	Rules           []policy.Rule          `yaml:"rules"`
+	DefaultTier     string                 `yaml:"default_tier"`
+	AnonymousTier   string                 `yaml:"anonymous_tier"`
+	Assignments     map[string]string      `yaml:"assignments"` // client key → tier
 
 	// RLS is Envoy's rate limit service (gRPC), off unless rls.listen is set.
 	RLS RLSConfig `yaml:"rls"`
@@ -73,10 +74,10 @@ type TLSConfig struct {
 // RedisConfig selects the shared store; no URL and no cluster addresses
 // means the embedded in-memory store.
 type RedisConfig struct {
-	URL          string       `yaml:"url"`
-	ClusterAddrs []string     `yaml:"cluster_addrs"`
-	Prefix       string       `yaml:"prefix"`
-	Timeout      api.Duration `yaml:"timeout"`
+	URL          string          `yaml:"url"`
+	ClusterAddrs []string        `yaml:"cluster_addrs"`
+	Prefix       string          `yaml:"prefix"`
+	Timeout      policy.Duration `yaml:"timeout"`
 }
 
 // PrometheusConfig selects the signal source; no URL means in-process
@@ -86,33 +87,33 @@ type PrometheusConfig struct {
 	// Selector (label matchers, e.g. job="checkout") picks the protected
 	// service's series in the default latency and error-ratio queries;
 	// required while either default is in use.
-	Selector        string       `yaml:"selector"`
-	LatencyQuery    string       `yaml:"latency_query"`
-	ErrorRatioQuery string       `yaml:"error_ratio_query"`
-	SaturationQuery string       `yaml:"saturation_query"`
-	AdmittedQuery   string       `yaml:"admitted_query"` // admitted req/s by tier, for the tier rate caps
-	Timeout         api.Duration `yaml:"timeout"`
+	Selector        string          `yaml:"selector"`
+	LatencyQuery    string          `yaml:"latency_query"`
+	ErrorRatioQuery string          `yaml:"error_ratio_query"`
+	SaturationQuery string          `yaml:"saturation_query"`
+	AdmittedQuery   string          `yaml:"admitted_query"` // admitted req/s by tier, for the tier rate caps
+	Timeout         policy.Duration `yaml:"timeout"`
 }
 
 // ControllerConfig is the control loop.
 type ControllerConfig struct {
-	Disabled         bool         `yaml:"disabled"`
-	Period           api.Duration `yaml:"period"`
-	LatencyTarget    api.Duration `yaml:"latency_target"`
-	ErrorRatioTarget float64      `yaml:"error_ratio_target"`
-	SaturationTarget float64      `yaml:"saturation_target"`
-	Headroom         *float64     `yaml:"headroom"` // nil: the law's default; an explicit 0 is an error, not the default
-	Cooldown         api.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
-	HoldTimeout      api.Duration `yaml:"hold_timeout"`
-	ProbeAfter       api.Duration `yaml:"probe_after"` // a capped tier at its last cut level holds this long before probing past it
-	LeaseTTL         api.Duration `yaml:"lease_ttl"`
+	Disabled         bool            `yaml:"disabled"`
+	Period           policy.Duration `yaml:"period"`
+	LatencyTarget    policy.Duration `yaml:"latency_target"`
+	ErrorRatioTarget float64         `yaml:"error_ratio_target"`
+	SaturationTarget float64         `yaml:"saturation_target"`
+	Headroom         *float64        `yaml:"headroom"` // nil: the law's default; an explicit 0 is an error, not the default
+	Cooldown         policy.Duration `yaml:"cooldown"` // least time between two cuts; ≥ scrape interval + rate window with PromQL
+	HoldTimeout      policy.Duration `yaml:"hold_timeout"`
+	ProbeAfter       policy.Duration `yaml:"probe_after"` // a capped tier at its last cut level holds this long before probing past it
+	LeaseTTL         policy.Duration `yaml:"lease_ttl"`
 	// MultiplierStaleAfter (stale_after): the enforcers treat multipliers
 	// published longer ago as 1. It is the enforcers' setting, the
 	// coordination's staleness (coord.Settings.StaleAfter).
-	MultiplierStaleAfter api.Duration `yaml:"stale_after"`
+	MultiplierStaleAfter policy.Duration `yaml:"stale_after"`
 	// SignalStaleAfter: the controller ignores a signal sample older than
 	// this (controller.Settings.SignalStaleAfter); 0: three periods.
-	SignalStaleAfter api.Duration `yaml:"signal_stale_after"`
+	SignalStaleAfter policy.Duration `yaml:"signal_stale_after"`
 }
 
 // ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a
@@ -122,19 +123,19 @@ type ControllerConfig struct {
 // values mean the defaults of controller.GradientSettings and
 // bulkhead.GateSettings; target defaults to controller.latency_target.
 type ConcurrencyConfig struct {
-	Disabled     bool         `yaml:"disabled"`
-	Interval     api.Duration `yaml:"interval"`
-	Target       api.Duration `yaml:"target"` // latency above this always cuts the limit
-	Tolerance    float64      `yaml:"tolerance"`
-	MinLimit     int          `yaml:"min_limit"`
-	MaxLimit     int          `yaml:"max_limit"`
-	InitialLimit int          `yaml:"initial_limit"`
-	MaxQueue     int          `yaml:"max_queue"` // waiters at the limit, most important first
-	MaxWait      api.Duration `yaml:"max_wait"`  // longest wait at the limit; default target / 4
+	Disabled     bool            `yaml:"disabled"`
+	Interval     policy.Duration `yaml:"interval"`
+	Target       policy.Duration `yaml:"target"` // latency above this always cuts the limit
+	Tolerance    float64         `yaml:"tolerance"`
+	MinLimit     int             `yaml:"min_limit"`
+	MaxLimit     int             `yaml:"max_limit"`
+	InitialLimit int             `yaml:"initial_limit"`
+	MaxQueue     int             `yaml:"max_queue"` // waiters at the limit, most important first
+	MaxWait      policy.Duration `yaml:"max_wait"`  // longest wait at the limit; default target / 4
 	// TopMaxWait is the longest wait of the requests of priority-0 tiers
 	// (default 2 × max_wait): refused only when nothing else is left, they
 	// queue rather than shed while they alone fill the upstream.
-	TopMaxWait api.Duration `yaml:"top_max_wait"`
+	TopMaxWait policy.Duration `yaml:"top_max_wait"`
 }
 
 // IdentityConfig says how clients are identified.
@@ -152,39 +153,39 @@ type IdentityConfig struct {
 // JWTConfig verifies bearer tokens: a secret (HS256) or a public key file
 // (RS256, ES256). Neither: JWT subjects are not used.
 type JWTConfig struct {
-	Secret        string       `yaml:"secret"`
-	PublicKeyFile string       `yaml:"public_key_file"`
-	Issuer        string       `yaml:"issuer"`
-	Audience      string       `yaml:"audience"`
-	Leeway        api.Duration `yaml:"leeway"`
+	Secret        string          `yaml:"secret"`
+	PublicKeyFile string          `yaml:"public_key_file"`
+	Issuer        string          `yaml:"issuer"`
+	Audience      string          `yaml:"audience"`
+	Leeway        policy.Duration `yaml:"leeway"`
 }
 
 // FallbackConfig is the behaviour while Redis fails.
 type FallbackConfig struct {
-	Instances int          `yaml:"instances"` // 0: count live instances through Redis heartbeats
-	Deadline  api.Duration `yaml:"deadline"`  // per decision
+	Instances int             `yaml:"instances"` // 0: count live instances through Redis heartbeats
+	Deadline  policy.Duration `yaml:"deadline"`  // per decision
 	// ConsecutiveFailures of Redis calls open the store's breaker, which
 	// stays open OpenTimeout before a probe.
-	ConsecutiveFailures int          `yaml:"consecutive_failures"`
-	OpenTimeout         api.Duration `yaml:"open_timeout"`
+	ConsecutiveFailures int             `yaml:"consecutive_failures"`
+	OpenTimeout         policy.Duration `yaml:"open_timeout"`
 }
 
 // Bulkhead bounds the requests of one tier in flight to the upstream.
 type Bulkhead struct {
-	Limit   int          `yaml:"limit"`
-	Queue   int          `yaml:"queue"`
-	MaxWait api.Duration `yaml:"max_wait"`
+	Limit   int             `yaml:"limit"`
+	Queue   int             `yaml:"queue"`
+	MaxWait policy.Duration `yaml:"max_wait"`
 }
 
 // BreakerConfig trips a circuit breaker per upstream route (path prefix in
 // Routes; other paths share the "default" breaker) on 5xx answers and on
 // answers slower than Deadline; while open, requests get a fast 503.
 type BreakerConfig struct {
-	Enabled             bool         `yaml:"enabled"`
-	Routes              []string     `yaml:"routes"`
-	ConsecutiveFailures int          `yaml:"consecutive_failures"`
-	OpenTimeout         api.Duration `yaml:"open_timeout"`
-	Deadline            api.Duration `yaml:"deadline"`
+	Enabled             bool            `yaml:"enabled"`
+	Routes              []string        `yaml:"routes"`
+	ConsecutiveFailures int             `yaml:"consecutive_failures"`
+	OpenTimeout         policy.Duration `yaml:"open_timeout"`
+	Deadline            policy.Duration `yaml:"deadline"`
 }
 
 // LogConfig sets the log level: debug, info, warn or error.
@@ -197,15 +198,15 @@ func (c *Config) defaults() {
 	setDefault(&c.Admin.Listen, "127.0.0.1:9090")
 	setDefault(&c.Listen, "127.0.0.1:8080")
 	setDefault(&c.Redis.Prefix, "throttled:")
-	setDefault(&c.Redis.Timeout, api.Duration(time.Second))
-	setDefault(&c.Controller.Period, api.Duration(5*time.Second))
-	setDefault(&c.Controller.LatencyTarget, api.Duration(500*time.Millisecond))
+	setDefault(&c.Redis.Timeout, policy.Duration(time.Second))
+	setDefault(&c.Controller.Period, policy.Duration(5*time.Second))
+	setDefault(&c.Controller.LatencyTarget, policy.Duration(500*time.Millisecond))
 	setDefault(&c.Controller.ErrorRatioTarget, 0.05)
-	setDefault(&c.Controller.LeaseTTL, api.Duration(3*time.Duration(c.Controller.Period)))
+	setDefault(&c.Controller.LeaseTTL, policy.Duration(3*time.Duration(c.Controller.Period)))
 	// Multipliers must outlive a leader change: a leader that dies right
 	// after publishing leaves them unrenewed until its lease expires and a
 	// follower's next tick (up to a jittered period later) publishes again.
-	setDefault(&c.Controller.MultiplierStaleAfter, api.Duration(MinStaleAfter(&c.Controller)))
+	setDefault(&c.Controller.MultiplierStaleAfter, policy.Duration(MinStaleAfter(&c.Controller)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
 	if c.InnerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
@@ -215,14 +216,14 @@ func (c *Config) defaults() {
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Concurrency.TopMaxWait, 2*c.Concurrency.MaxWait)
-	setDefault(&c.Fallback.Deadline, api.Duration(50*time.Millisecond))
+	setDefault(&c.Fallback.Deadline, policy.Duration(50*time.Millisecond))
 	setDefault(&c.Fallback.ConsecutiveFailures, bulkhead.DefaultConsecutiveFailures)
-	setDefault(&c.Fallback.OpenTimeout, api.Duration(500*time.Millisecond))
+	setDefault(&c.Fallback.OpenTimeout, policy.Duration(500*time.Millisecond))
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.ConfigSource.Source, SourceStore.String())
-	setDefault(&c.UpstreamBreaker.Deadline, api.Duration(10*time.Second))
-	setDefault(&c.UpstreamTimeout, api.Duration(30*time.Second))
-	setDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.UpstreamBreaker.Deadline, policy.Duration(10*time.Second))
+	setDefault(&c.UpstreamTimeout, policy.Duration(proxy.DefaultTimeout))
+	setDefault(&c.MaxBodyBytes, proxy.DefaultMaxBodyBytes)
 }
 
 // minStaleAfter is the least controller.stale_after that survives a leader
@@ -247,9 +248,6 @@ const DefaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
 func (c *Config) SaturationIsRefused() bool {
 	return c.InnerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == DefaultSaturationQuery)
 }
-
-// DefaultMaxBodyBytes is max_body_bytes when the configuration leaves it 0.
-const DefaultMaxBodyBytes = 10 << 20
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T

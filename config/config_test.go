@@ -7,6 +7,7 @@ import (
 
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/policy"
 )
 
 func TestReadmeConfigParses(t *testing.T) {
@@ -22,7 +23,7 @@ func TestReadmeConfigParses(t *testing.T) {
 	if c.Controller.Period.D() != 5*time.Second || c.Fallback.Deadline.D() != 50*time.Millisecond {
 		t.Fatalf("defaults: %+v %+v", c.Controller, c.Fallback)
 	}
-	p, err := PolicyOf(c.Policy())
+	p, err := policy.Compile(c.Policy())
 	if err != nil || p.Validate() != nil || len(p.Tiers) != 2 {
 		t.Fatalf("policy %+v: %v", p, err)
 	}

@@ -8,17 +8,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/internal/suggest"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // EnvPrefix starts every configuration environment variable.
 const EnvPrefix = "THROTTLED_"
 
 // envNotConfig are THROTTLED_* variables that are not configuration: the
-// admin tokens (api.EnvTokenPrefix) and the knobs of the long tests.
-var envNotConfig = []string{api.EnvTokenPrefix, "THROTTLED_TEST_", "THROTTLED_SOAK", "THROTTLED_FLOOD_KEYS"}
+// admin tokens (admin.EnvTokenPrefix) and the knobs of the long tests.
+var envNotConfig = []string{admin.EnvTokenPrefix, "THROTTLED_TEST_", "THROTTLED_SOAK", "THROTTLED_FLOOD_KEYS"}
 
 // envField is a field of Config that a variable sets: its YAML path and
 // its index in the struct.
@@ -95,8 +96,8 @@ func notConfig(k string) bool {
 // values.
 func setFromEnv(f reflect.Value, s string) error {
 	switch p := f.Addr().Interface().(type) {
-	case *api.Duration:
-		var d api.Duration
+	case *policy.Duration:
+		var d policy.Duration
 		if d.UnmarshalText([]byte(s)) != nil {
 			return fmt.Errorf("want a duration such as \"1s\" or \"250ms\"")
 		}

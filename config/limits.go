@@ -11,7 +11,7 @@ import (
 // limit is the range of one field of Config. Validation applies it and
 // `throttled config schema` publishes it: configLimits is the one place the
 // ranges of the file are written (those of tiers and rules are
-// api.TierBounds and api.RuleBounds).
+// policy.TierBounds and policy.RuleBounds).
 type limit struct {
 	min, max       float64 // numbers; ±Inf: no bound
 	exclusive      bool    // min and max themselves are refused

@@ -7,6 +7,7 @@ import (
 
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // quotaConfig has every quota field of issue 15: several limits with a
@@ -34,7 +35,7 @@ func TestConfigQuotaFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := PolicyOf(c.Policy())
+	p, err := policy.Compile(c.Policy())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/textdiff"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // RenderPolicy is the YAML of the part of the configuration file the store
 // holds, in the file's layout: what export writes and diff compares, so
 // that spellings the same values share ("1m" and "1m0s", a key source and
 // a list of one) compare equal.
-func RenderPolicy(c api.Config) (string, error) {
+func RenderPolicy(c policy.Config) (string, error) {
 	if len(c.Rules) == 0 {
 		c.Rules = nil
 	}
@@ -26,7 +26,7 @@ func RenderPolicy(c api.Config) (string, error) {
 
 // PolicyDelta is the unified diff from the store's configuration to the
 // file's, "" when they render the same.
-func PolicyDelta(store, file api.Config, storeName, fileName string) (string, error) {
+func PolicyDelta(store, file policy.Config, storeName, fileName string) (string, error) {
 	a, err := RenderPolicy(store)
 	if err != nil {
 		return "", err

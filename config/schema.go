@@ -4,7 +4,7 @@ import (
 	"math"
 	"reflect"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // schemaDraft is the JSON Schema dialect `throttled config schema` writes.
@@ -12,13 +12,13 @@ const schemaDraft = "https://json-schema.org/draft/2020-12/schema"
 
 var (
 	reflectConfig = reflect.TypeOf(Config{})
-	tierType      = reflect.TypeOf(api.Tier{})
-	ruleType      = reflect.TypeOf(api.Rule{})
+	tierType      = reflect.TypeOf(policy.Tier{})
+	ruleType      = reflect.TypeOf(policy.Rule{})
 )
 
 // configSchema is the JSON Schema of the configuration file, generated from
 // Config by its YAML tags, with the limits validation applies
-// (configLimits, api.TierBounds, api.RuleBounds).
+// (configLimits, policy.TierBounds, policy.RuleBounds).
 func Schema() map[string]any {
 	s := schemaOf(reflectConfig, "")
 	s["$schema"] = schemaDraft
@@ -37,9 +37,9 @@ func schemaOf(t reflect.Type, pattern string) map[string]any {
 		list := map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
 		return map[string]any{"oneOf": []any{map[string]any{"type": "string"}, list}}
 	case tierType:
-		return boundObject(t, api.TierBounds(), "")
+		return boundObject(t, policy.TierBounds(), "")
 	case ruleType:
-		return boundObject(t, api.RuleBounds(), "")
+		return boundObject(t, policy.RuleBounds(), "")
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
@@ -55,7 +55,7 @@ func schemaOf(t reflect.Type, pattern string) map[string]any {
 	case reflect.Map:
 		s := map[string]any{"type": "object", "additionalProperties": schemaOf(t.Elem(), joinPath(pattern, "*"))}
 		if t.Elem() == tierType {
-			s["propertyNames"] = map[string]any{"pattern": api.TierBounds()["name"].Pattern}
+			s["propertyNames"] = map[string]any{"pattern": policy.TierBounds()["name"].Pattern}
 		}
 		return s
 	case reflect.Slice:
@@ -99,9 +99,9 @@ func withLimit(s map[string]any, l limit) map[string]any {
 	return s
 }
 
-// boundObject is the schema of api.Tier or api.Rule with the limits the
+// boundObject is the schema of policy.Tier or policy.Rule with the limits the
 // admin API validates.
-func boundObject(t reflect.Type, bounds map[string]api.Bound, prefix string) map[string]any {
+func boundObject(t reflect.Type, bounds map[string]policy.Bound, prefix string) map[string]any {
 	props := map[string]any{}
 	var required []string
 	for i := 0; i < t.NumField(); i++ {
@@ -129,9 +129,9 @@ func boundObject(t reflect.Type, bounds map[string]api.Bound, prefix string) map
 }
 
 // withBound adds b to s.
-func withBound(s map[string]any, b api.Bound) map[string]any {
+func withBound(s map[string]any, b policy.Bound) map[string]any {
 	if oneOf, ok := s["oneOf"].([]any); ok { // a string or a list of them
-		withBound(oneOf[0].(map[string]any), api.Bound{Pattern: b.Pattern})
+		withBound(oneOf[0].(map[string]any), policy.Bound{Pattern: b.Pattern})
 		withBound(oneOf[1].(map[string]any), b)
 		return s
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/limiter"
 )
 
 // schemaAt follows a path of property names through a schema ("*" for a
@@ -56,7 +56,7 @@ func TestSchemaPrinted(t *testing.T) {
 	beta := schemaAt(t, s, "tiers", "*", "beta")
 	key := schemaAt(t, s, "rules", "[]", "key")
 	period := schemaAt(t, s, "controller", "period")
-	if rate["type"] != "integer" || rate["minimum"] != 1.0 || rate["maximum"] != float64(api.MaxRate) ||
+	if rate["type"] != "integer" || rate["minimum"] != 1.0 || rate["maximum"] != float64(limiter.MaxLimit) ||
 		beta["exclusiveMaximum"] != 1.0 || key["oneOf"] == nil ||
 		!strings.Contains(period["description"].(string), "100ms..1h") ||
 		schemaAt(t, s, "controller", "error_ratio_target")["exclusiveMinimum"] != 0.0 ||

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/internal/enum"
 )
 
@@ -46,7 +46,7 @@ func (c *Config) validateSource() []fieldErr {
 
 // FileOwns is the admin API's ReadOnly predicate in config.source: file.
 func FileOwns(kind string) error {
-	if kind == api.KindPins {
+	if kind == admin.KindPins {
 		return nil
 	}
 	return fmt.Errorf("%s are read-only here: with config.source: file the configuration file is authoritative "+

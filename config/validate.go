@@ -10,10 +10,11 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/signals"
 )
 
@@ -49,7 +50,7 @@ func (c *Config) validate() []fieldErr {
 	}
 	errs = append(errs, c.validateAdminListen()...)
 	for role, tok := range c.Admin.Tokens {
-		if _, err := api.ParseRole(role); err != nil {
+		if _, err := admin.ParseRole(role); err != nil {
 			add("admin.tokens."+role, "want read or write as the key")
 		}
 		if tok == "" {
@@ -67,7 +68,7 @@ func (c *Config) validate() []fieldErr {
 	errs = append(errs, c.Concurrency.validateWaits()...)
 	errs = append(errs, c.validateIdentity()...)
 	errs = append(errs, c.validateRLS()...)
-	errs = append(errs, c.ValidatePolicy()...)
+	errs = append(errs, c.validatePolicy()...)
 	errs = append(errs, c.validateSource()...)
 	return errs
 }
@@ -122,26 +123,23 @@ func (c *Config) validateIdentity() []fieldErr {
 	return errs
 }
 
-func (c *Config) ValidatePolicy() []fieldErr {
+func (c *Config) validatePolicy() []fieldErr {
 	if len(c.Tiers) == 0 {
 		return []fieldErr{{"tiers", "at least one tier is needed"}}
 	}
 	ac := c.Policy()
-	if errs := api.ConfigErrors(ac); len(errs) > 0 {
+	if errs := policy.ConfigErrors(ac); len(errs) > 0 {
 		out := make([]fieldErr, len(errs))
 		for i, err := range errs {
 			out[i] = asFieldErr(err)
 		}
 		return out
 	}
-	if err := ValidatePolicy(ac); err != nil {
-		return []fieldErr{asFieldErr(err)}
-	}
 	return nil
 }
 
 func asFieldErr(err error) fieldErr {
-	var fe *api.FieldError
+	var fe *policy.FieldError
 	if errors.As(err, &fe) {
 		return fieldErr{fe.Field, fe.Msg}
 	}

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/admin"
 )
 
-// shortTokenMsg warns of an admin token shorter than api.MinTokenLen. The
+// shortTokenMsg warns of an admin token shorter than admin.MinTokenLen. The
 // admin API logs such tokens itself when it starts, so serve does not log
 // this warning again.
 const shortTokenMsg = "shorter than 16 bytes: guessable; use a long random token outside a demo"
@@ -36,7 +36,7 @@ func (c *Config) warnings(environ []string) []fieldErr {
 	}
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
-		if _, tok, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(k, api.EnvTokenPrefix) {
+		if _, tok, ok := strings.Cut(v, ":"); ok && strings.HasPrefix(k, admin.EnvTokenPrefix) {
 			if msg := weakToken(tok); msg != "" {
 				out = append(out, fieldErr{k, msg})
 			}
@@ -50,7 +50,7 @@ func weakToken(tok string) string {
 	switch {
 	case tok == "":
 		return "" // an error, reported by validate
-	case len(tok) < api.MinTokenLen:
+	case len(tok) < admin.MinTokenLen:
 		return shortTokenMsg
 	case repeats(tok) || tokenBits(tok) < minTokenBits:
 		return "low entropy (repeated or few distinct characters): guessable; use a long random token"

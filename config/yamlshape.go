@@ -11,7 +11,7 @@ import (
 	"github.com/throttledhq/throttled/internal/suggest"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // lineIndex maps a YAML path ("tiers.free.rate", "rules[0].key") to the
@@ -84,8 +84,8 @@ func joinPath(path, key string) string {
 }
 
 var (
-	durationType   = reflect.TypeOf(api.Duration(0))
-	keySourcesType = reflect.TypeOf(api.KeySources{})
+	durationType   = reflect.TypeOf(policy.Duration(0))
+	keySourcesType = reflect.TypeOf(policy.KeySources{})
 )
 
 // shaper checks a generic YAML value (maps, lists, scalars) against a Go
@@ -124,7 +124,7 @@ func (s *shaper) value(path string, v any, t reflect.Type) (any, bool) {
 }
 
 func (s *shaper) duration(path string, v any) (any, bool) {
-	var d api.Duration
+	var d policy.Duration
 	if isCollection(v) || d.UnmarshalText([]byte(fmt.Sprint(v))) != nil {
 		s.fail(path, "want a duration such as \"1s\" or \"250ms\", got "+describe(v))
 		return nil, false

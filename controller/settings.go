@@ -5,29 +5,28 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 // ErrInvalidSettings is wrapped by every error [Settings.Validate] returns.
 var ErrInvalidSettings = errors.New("controller: invalid settings")
 
-// Defaults used for zero-valued fields of [Settings] and [Tier]. They are
-// applied in one place, Settings.withDefaults.
+// Defaults used for zero-valued fields of [Settings]. They are applied in
+// one place, Settings.withDefaults. A [Tier]'s AIMD parameters take theirs
+// from limiter/multiplier (multiplier.DefaultAlpha, …, and the floor rule of
+// multiplier.AIMD.WithDefaults), which policy documents use too.
 const (
 	DefaultPeriod      = 5 * time.Second
 	DefaultJitter      = 0.1
 	DefaultHeadroom    = 0.1
 	DefaultHoldTimeout = 30 * time.Second
-	DefaultAlpha       = 0.1
-	DefaultBeta        = 0.5
-	DefaultGrowth      = 4.0
 	DefaultProbeAfter  = time.Minute
-	DefaultFloor       = 0.05
-	DefaultCeiling     = 1.0
 )
 
 // Tier is what the law needs of a tier: its priority and control
-// parameters (the configured tier is api.Tier; its quota, enforce.Tier).
-// Zero values mean the defaults above.
+// parameters (the configured tier is policy.Tier; its quota, enforce.Tier).
+// Zero values mean the defaults of limiter/multiplier.
 type Tier struct {
 	// Name identifies the tier (label value, publish key). Required, unique.
 	Name string
@@ -38,23 +37,23 @@ type Tier struct {
 	// Alpha is the increase per recovery step and the least increase per
 	// healthy step, except below the multiplier the tier was last cut from,
 	// which it approaches in smaller parts (see [Law.Step]); in (0, 1].
-	// 0 means DefaultAlpha.
+	// 0 means multiplier.DefaultAlpha.
 	Alpha float64
 	// Beta bounds the multiplicative decrease per overloaded step, in
 	// (0, 1): a cut is in proportion to the overload but never deeper
-	// than β. 0 means DefaultBeta.
+	// than β. 0 means multiplier.DefaultBeta.
 	Beta float64
 	// Growth is the largest factor by which one healthy step multiplies
 	// the multiplier when the signals are far below the band (see
 	// [Law.Step]); it is at least 1 and finite, and 1 leaves the increase
-	// additive (α only). 0 means DefaultGrowth, which brings a tier from
+	// additive (α only). 0 means multiplier.DefaultGrowth, which brings a tier from
 	// 0.1 back to 1 in two periods of deep headroom (when no cut from
 	// above 0.1 holds it back): with the inner loop in front of the
 	// upstream an overshoot costs a few sheds within its interval, not
 	// latency, so recovery may be fast.
 	Growth float64
 	// Floor is the lowest multiplier, in (0, Ceiling]. 0 means
-	// min(DefaultFloor, Ceiling). A multiplicative decrease never reaches
+	// min(multiplier.DefaultFloor, Ceiling). A multiplicative decrease never reaches
 	// 0, so "shed almost all" is a small positive floor.
 	Floor float64
 	// Ceiling is the highest multiplier, in (0, 1]; above 1 the admission
@@ -128,25 +127,13 @@ func (s Settings) withDefaults() Settings {
 }
 
 func (t Tier) withDefaults() Tier {
-	if t.Alpha == 0 {
-		t.Alpha = DefaultAlpha
-	}
-	if t.Beta == 0 {
-		t.Beta = DefaultBeta
-	}
-	if t.Growth == 0 {
-		t.Growth = DefaultGrowth
-	}
-	if t.Ceiling == 0 {
-		t.Ceiling = DefaultCeiling
-	}
-	if t.Floor == 0 {
-		t.Floor = DefaultFloor
-		if t.Ceiling > 0 {
-			t.Floor = math.Min(DefaultFloor, t.Ceiling)
-		}
-	}
+	a := t.aimd().WithDefaults()
+	t.Alpha, t.Beta, t.Growth, t.Floor, t.Ceiling = a.Alpha, a.Beta, a.Growth, a.Floor, a.Ceiling
 	return t
+}
+
+func (t Tier) aimd() multiplier.AIMD {
+	return multiplier.AIMD{Alpha: t.Alpha, Beta: t.Beta, Growth: t.Growth, Floor: t.Floor, Ceiling: t.Ceiling}
 }
 
 // Validate reports every invalid field, each error naming the field and
@@ -196,19 +183,22 @@ func (t Tier) validate(field string) []error {
 	if t.Priority < 0 {
 		errs = append(errs, invalid(field+".priority", t.Priority, "must not be negative"))
 	}
-	if !(t.Alpha > 0 && t.Alpha <= 1) {
-		errs = append(errs, invalid(field+".alpha", t.Alpha, "must be in (0, 1]"))
+	for _, f := range []struct {
+		name string
+		v    float64
+		r    multiplier.Range
+	}{{"alpha", t.Alpha, multiplier.AlphaRange}, {"beta", t.Beta, multiplier.BetaRange}} {
+		if !f.r.Contains(f.v) {
+			errs = append(errs, invalid(field+"."+f.name, f.v, "must be in "+f.r.String()))
+		}
 	}
-	if !(t.Beta > 0 && t.Beta < 1) {
-		errs = append(errs, invalid(field+".beta", t.Beta, "must be in (0, 1)"))
+	if !(t.Growth >= multiplier.MinGrowth && t.Growth <= math.MaxFloat64) {
+		errs = append(errs, invalid(field+".growth", t.Growth, fmt.Sprintf("must be at least %v and finite", multiplier.MinGrowth)))
 	}
-	if !(t.Growth >= 1 && t.Growth <= math.MaxFloat64) {
-		errs = append(errs, invalid(field+".growth", t.Growth, "must be at least 1 and finite"))
+	if !multiplier.CeilingRange.Contains(t.Ceiling) {
+		errs = append(errs, invalid(field+".ceiling", t.Ceiling, "must be in "+multiplier.CeilingRange.String()))
 	}
-	if !(t.Ceiling > 0 && t.Ceiling <= 1) {
-		errs = append(errs, invalid(field+".ceiling", t.Ceiling, "must be in (0, 1]"))
-	}
-	if !(t.Floor > 0 && t.Floor <= t.Ceiling) {
+	if !(multiplier.FloorRange.Contains(t.Floor) && t.Floor <= t.Ceiling) {
 		errs = append(errs, invalid(field+".floor", t.Floor, fmt.Sprintf("must be in (0, ceiling %v]", t.Ceiling)))
 	}
 	return errs

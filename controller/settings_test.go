@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter/multiplier"
 )
 
 func TestSettingsDefaults(t *testing.T) {
@@ -19,8 +21,8 @@ func TestSettingsDefaults(t *testing.T) {
 		got.SignalStaleAfter != want.SignalStaleAfter || got.Period != want.Period || got.Jitter != want.Jitter {
 		t.Fatalf("defaults: got %+v, want %+v", got, want)
 	}
-	free := Tier{Name: "free", Alpha: DefaultAlpha, Beta: DefaultBeta, Growth: DefaultGrowth, Floor: DefaultFloor, Ceiling: DefaultCeiling}
-	tiny := Tier{Name: "tiny", Alpha: DefaultAlpha, Beta: DefaultBeta, Growth: DefaultGrowth, Floor: 0.01, Ceiling: 0.01}
+	free := Tier{Name: "free", Alpha: multiplier.DefaultAlpha, Beta: multiplier.DefaultBeta, Growth: multiplier.DefaultGrowth, Floor: multiplier.DefaultFloor, Ceiling: multiplier.DefaultCeiling}
+	tiny := Tier{Name: "tiny", Alpha: multiplier.DefaultAlpha, Beta: multiplier.DefaultBeta, Growth: multiplier.DefaultGrowth, Floor: 0.01, Ceiling: 0.01}
 	if got.Tiers[0] != free || got.Tiers[1] != tiny {
 		t.Fatalf("tier defaults: got %+v, want %+v and %+v", got.Tiers, free, tiny)
 	}

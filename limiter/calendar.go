@@ -27,6 +27,9 @@ var alignNames = enum.New[Align]("limiter", "alignment", "period", "calendar")
 
 func (a Align) String() string { return alignNames.String(a) }
 
+// AlignNames lists the alignments' names, the first the default.
+func AlignNames() []string { return alignNames.Names() }
+
 // ParseAlign reads an alignment name as printed by String; "" means
 // AlignPeriod.
 func ParseAlign(s string) (Align, error) {

@@ -64,6 +64,10 @@ func (a Algorithm) Code() string {
 	return "xx"
 }
 
+// AlgorithmNames lists the algorithms' names in declaration order, the
+// first the default.
+func AlgorithmNames() []string { return algNames.Names() }
+
 // ParseAlgorithm reads an algorithm name as printed by String. The empty
 // string means TokenBucket.
 func ParseAlgorithm(s string) (Algorithm, error) {
@@ -108,6 +112,10 @@ var fallbackNames = enum.New[FallbackPolicy]("limiter", "fallback policy", "loca
 
 func (f FallbackPolicy) String() string { return fallbackNames.String(f) }
 
+// FallbackPolicyNames lists the fallback policies' names, the first the
+// default.
+func FallbackPolicyNames() []string { return fallbackNames.Names() }
+
 // ParseFallbackPolicy reads a policy name; "" means local.
 func ParseFallbackPolicy(s string) (FallbackPolicy, error) {
 	if s == "" {
@@ -124,7 +132,13 @@ func (r Rule) Capacity() int64 {
 	return r.Burst
 }
 
-const maxPeriod = 366 * 24 * time.Hour
+// Bounds of a Rule, as Validate applies them: Limit in 1..MaxLimit, Burst
+// in 0..MaxLimit, Period in MinPeriod..MaxPeriod.
+const (
+	MaxLimit  = 1_000_000_000_000
+	MinPeriod = time.Millisecond
+	MaxPeriod = 366 * 24 * time.Hour
+)
 
 // MaxWait is the longest ResetAfter or RetryAfter a Decision reports:
 // 9e15 µs, about 285 years, just below the largest Duration (about 292
@@ -150,13 +164,13 @@ func (r Rule) Validate() error {
 	switch {
 	case int(r.Algorithm) >= NumAlgorithms:
 		return fmt.Errorf("%w: rule %q: algorithm %d unknown", ErrInvalid, r.Name, r.Algorithm)
-	case r.Limit <= 0 || r.Limit > 1e12:
+	case r.Limit <= 0 || r.Limit > MaxLimit:
 		return fmt.Errorf("%w: rule %q: limit %d must be in 1..1e12", ErrInvalid, r.Name, r.Limit)
-	case r.Period < time.Millisecond || r.Period > maxPeriod:
+	case r.Period < MinPeriod || r.Period > MaxPeriod:
 		return fmt.Errorf("%w: rule %q: period %v must be in 1ms..366d", ErrInvalid, r.Name, r.Period)
 	case !fallbackNames.Valid(r.Fallback):
 		return fmt.Errorf("%w: rule %q: fallback policy %d unknown", ErrInvalid, r.Name, r.Fallback)
-	case r.Burst < 0 || r.Burst > 1e12:
+	case r.Burst < 0 || r.Burst > MaxLimit:
 		return fmt.Errorf("%w: rule %q: burst %d must be in 0..1e12", ErrInvalid, r.Name, r.Burst)
 	case !r.Algorithm.IsWindow() && float64(r.Capacity())*float64(r.Period)/float64(r.Limit) > float64(MaxWait):
 		return fmt.Errorf("%w: rule %q: burst %d refills in %.0f years at limit %d per %v, longer than MaxWait (%.0f years)",

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
 )
@@ -15,13 +16,13 @@ import (
 // Redis is down: only the enforcing instance heartbeats.
 func TestControllerOnlyReplicaDoesNotHeartbeat(t *testing.T) {
 	r := testenv.StartRedis(t)
-	ctl := testConfig(t, "", r.URL())
+	ctl := configtest.Serve(t, "", r.URL())
 	startServe(t, ctl)
 	testenv.WaitFor(t, 10*time.Second, "the controller-only replica leads", func() bool {
 		return r.Client().Exists(context.Background(), coord.Settings{Prefix: "throttled:"}.LeaseKey()).Val() == 1
 	})
 	up := testenv.Upstream(t)
-	enf := testConfig(t, up.URL, r.URL())
+	enf := configtest.Serve(t, up.URL, r.URL())
 	enf.Controller.Disabled = true
 	addrs := startServe(t, enf)
 	testenv.WaitFor(t, 10*time.Second, "the enforcer heartbeats", func() bool {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled"
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // The config subcommands that read or write the store (Redis), the
@@ -25,7 +25,7 @@ import (
 //
 // They talk to Redis directly, as every instance does: the admin API is a
 // view of the same document, and import writes it whole in one atomic swap
-// (api.Replace), which the API has no endpoint for.
+// (policy.Replace), which the API has no endpoint for.
 
 // syncTimeout bounds one subcommand's work against the store.
 const syncTimeout = 15 * time.Second
@@ -105,7 +105,7 @@ func (f *syncFlags) env() []string {
 
 // syncStore is the store a subcommand works on.
 type syncStore struct {
-	st    api.Store
+	st    policy.Store
 	name  string // the store for messages, without credentials
 	close func()
 }
@@ -120,7 +120,7 @@ func openStore(cfg *config.Config) (*syncStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := api.NewRedisStore(rdb, api.StoreSettings{Prefix: cfg.Redis.Prefix})
+	st, err := policy.NewRedisStore(rdb, policy.StoreSettings{Prefix: cfg.Redis.Prefix})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err
@@ -134,9 +134,9 @@ func openStore(cfg *config.Config) (*syncStore, error) {
 
 // load reads the stored configuration as the admin API serves it: a bad
 // current document gives the last good one and a note saying so.
-func (s *syncStore) load(ctx context.Context) (snap api.Snapshot, note string, err error) {
-	snap, err = api.Load(ctx, s.st, config.ValidatePolicy)
-	if errors.Is(err, api.ErrBadStored) && snap.Version > 0 {
+func (s *syncStore) load(ctx context.Context) (snap policy.Snapshot, note string, err error) {
+	snap, err = policy.Load(ctx, s.st)
+	if errors.Is(err, policy.ErrBadStored) && snap.Version > 0 {
 		return snap, fmt.Sprintf("the current document is invalid, this is the last good one (%v)", err), nil
 	}
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *syncStore) load(ctx context.Context) (snap api.Snapshot, note string, e
 }
 
 // describe names a stored version for headers and messages.
-func (s *syncStore) describe(snap api.Snapshot) string {
+func (s *syncStore) describe(snap policy.Snapshot) string {
 	if snap.Version == 0 {
 		return "store " + s.name + ", empty"
 	}
@@ -238,7 +238,7 @@ func configDiff(args []string, stdout io.Writer) error {
 // fileDiff is a file compared with the store.
 type fileDiff struct {
 	cfg  *config.Config
-	snap api.Snapshot
+	snap policy.Snapshot
 	text string // the unified diff, "" when the same
 }
 
@@ -284,7 +284,7 @@ func configImport(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	rs := api.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import", Validate: config.ValidatePolicy}
+	rs := policy.ReplaceSettings{IfVersion: d.snap.Version, Force: f.force, Who: "config import"}
 	if f.ifVersion != "" {
 		if rs.IfVersion, err = strconv.ParseInt(f.ifVersion, 10, 64); err != nil || rs.IfVersion < 0 {
 			return fmt.Errorf("import: --if-version %q: want a store version (0: empty)", f.ifVersion)
@@ -295,8 +295,8 @@ func configImport(args []string, stdout io.Writer) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer s.close()
-	snap, wrote, err := api.Replace(ctx, s.st, d.cfg.Policy(), rs)
-	var ve *api.VersionError
+	snap, wrote, err := policy.Replace(ctx, s.st, d.cfg.Policy(), rs)
+	var ve *policy.VersionError
 	switch {
 	case errors.As(err, &ve):
 		return fmt.Errorf("import: store %s is at version %d, not version %d: someone changed it in between; nothing written "+

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // richConfig uses every field the store holds, and keys and names YAML
@@ -63,7 +63,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 // storedConfig loads the configuration stored at url (prefix throttled:).
-func storedConfig(t *testing.T, url string) api.Snapshot {
+func storedConfig(t *testing.T, url string) policy.Snapshot {
 	t.Helper()
 	cfg := &config.Config{Redis: config.RedisConfig{URL: url}}
 	cfg.SetDefaults()
@@ -72,7 +72,7 @@ func storedConfig(t *testing.T, url string) api.Snapshot {
 		t.Fatal(err)
 	}
 	defer s.close()
-	snap, err := api.Load(context.Background(), s.st, config.ValidatePolicy)
+	snap, err := policy.Load(context.Background(), s.st)
 	if err != nil {
 		t.Fatal(err)
 	}

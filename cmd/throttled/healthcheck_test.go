@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 // port where nothing listens and a path that is not a probe.
 func TestHealthcheckServe(t *testing.T) {
 	up := testenv.Upstream(t)
-	admin := "http://" + startServe(t, testConfig(t, up.URL, ""))["admin"]
+	admin := "http://" + startServe(t, configtest.Serve(t, up.URL, ""))["admin"]
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -21,7 +22,7 @@ import (
 // the 429 panels and ThrottledRefusalSpike see no refusal.
 func TestServeShadowRuleRefusesNothingInMetrics(t *testing.T) {
 	up := testenv.Upstream(t)
-	cfg := testConfig(t, up.URL, "")
+	cfg := configtest.Serve(t, up.URL, "")
 	more, err := config.Parse([]byte(`tiers: {free: {rate: 100, period: 1m}}
 rules:
   - name: trial
@@ -59,7 +60,7 @@ rules:
 // source="pin" at its value, not the controller's 1.
 func TestServeExportsWhatItEnforces(t *testing.T) {
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, ""))
+	addrs := startServe(t, configtest.Serve(t, up.URL, ""))
 	admin := "http://" + addrs["admin"]
 	resp, body := testenv.Call(t, "PUT", admin+"/v1/multipliers/free/pin", `{"multiplier":0.3,"ttl":"10m"}`,
 		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
@@ -90,7 +91,7 @@ func TestServeExportsWhatItEnforces(t *testing.T) {
 // `promtool check metrics` (names, units, types, help).
 func TestServeMetricsPassPromtool(t *testing.T) {
 	up := testenv.Upstream(t)
-	cfg := testConfig(t, up.URL, "")
+	cfg := configtest.Serve(t, up.URL, "")
 	addrs := startServe(t, cfg)
 	for range 7 {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k")
@@ -144,7 +145,7 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 		traceparent <- r.Header.Get("Traceparent")
 	}))
 	defer up.Close()
-	addrs := startServe(t, testConfig(t, up.URL, ""))
+	addrs := startServe(t, configtest.Serve(t, up.URL, ""))
 	if resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k"); resp.StatusCode != 200 {
 		t.Fatalf("proxied request: %d", resp.StatusCode)
 	}

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/api"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // rateLimitHeaders are the headers a refusal after the rules must not carry.
@@ -49,7 +50,7 @@ func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
 			}))
 			defer up.Close()
 			defer free() // before up.Close, which waits for the held request, also when the test fails early
-			cfg := testConfig(t, up.URL, "")
+			cfg := configtest.Serve(t, up.URL, "")
 			more, err := config.Parse([]byte("tiers: {free: {rate: 1, period: 1s}}\n"+tc.extra), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +113,7 @@ func TestUpstreamTimeout(t *testing.T) {
 	defer up.Close()
 	defer close(hang)
 	cfg := proxyConfig(t, up.URL, "")
-	cfg.UpstreamTimeout = api.Duration(200 * time.Millisecond)
+	cfg.UpstreamTimeout = policy.Duration(200 * time.Millisecond)
 	cfg.Concurrency.InitialLimit, cfg.Concurrency.MinLimit, cfg.Concurrency.MaxLimit = 1, 1, 1
 	proxy := "http://" + startServe(t, cfg)["proxy"]
 	client := &http.Client{Timeout: 20 * time.Second} // far beyond upstream_timeout: the test fails, not hangs
@@ -166,7 +167,7 @@ func TestUpstreamRateLimitHeadersReplaced(t *testing.T) {
 		w.Header().Set("X-Upstream", "kept")
 	}))
 	defer up.Close()
-	proxy := "http://" + startServe(t, testConfig(t, up.URL, ""))["proxy"]
+	proxy := "http://" + startServe(t, configtest.Serve(t, up.URL, ""))["proxy"]
 	resp, _ := testenv.Call(t, "GET", proxy+"/", "", "X-API-Key", "k")
 	if resp.StatusCode != 200 || resp.Header.Get("X-Upstream") != "kept" {
 		t.Fatalf("%d, X-Upstream %q", resp.StatusCode, resp.Header.Get("X-Upstream"))
@@ -272,7 +273,7 @@ func TestAdmittedLatencyCountsTheGateWait(t *testing.T) {
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	defer free()
-	cfg := testConfig(t, up.URL, "")
+	cfg := configtest.Serve(t, up.URL, "")
 	more, err := config.Parse([]byte("tiers: {free: {rate: 100, period: 1s}}\n"+
 		"concurrency: {initial_limit: 1, min_limit: 1, max_limit: 1, target: 10s, max_wait: 5s, top_max_wait: 5s}\n"), nil)
 	if err != nil {

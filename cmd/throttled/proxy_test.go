@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
 // proxyConfig adds YAML to the test config.
 func proxyConfig(t *testing.T, upstream, extra string) *config.Config {
 	t.Helper()
-	c := testConfig(t, upstream, "")
+	c := configtest.Serve(t, upstream, "")
 	more, err := config.Parse([]byte(fmt.Sprintf("tiers: {free: {rate: 1000, period: 1s}}\n%s", extra)), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -34,7 +35,7 @@ func metricLine(metrics, name string) string {
 func TestServeReadyzDuringRedisOutage(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	admin, proxy := "http://"+addrs["admin"], "http://"+addrs["proxy"]
 	want := func(step string, strictCode int, degraded string) {
 		t.Helper()
@@ -89,7 +90,7 @@ func sendLimited(t *testing.T, proxy, key string, n int) (admitted int) {
 func TestRedisDataLossKeepsLimiting(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	admin, proxy := "http://"+addrs["admin"], "http://"+addrs["proxy"]
 	auth := []string{"Authorization", "Bearer " + testenv.WriteToken, "Content-Type", "application/json"}
 	if n := sendLimited(t, proxy, "free-key", 70); n != 5 {

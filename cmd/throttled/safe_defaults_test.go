@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ func startServeLogged(t *testing.T, cfg *config.Config, logs *testenv.SyncBuffer
 func TestServeWarnsUntrustedForwards(t *testing.T) {
 	up := testenv.Upstream(t)
 	var logs testenv.SyncBuffer
-	addrs := startServeLogged(t, testConfig(t, up.URL, ""), &logs) // trusted_proxies: none
+	addrs := startServeLogged(t, configtest.Serve(t, up.URL, ""), &logs) // trusted_proxies: none
 	for _, xff := range []string{"203.0.113.1", "203.0.113.2", "203.0.113.3"} {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k", "X-Forwarded-For", xff)
 	}
@@ -53,7 +54,7 @@ func TestServeRedisDownLogsOnce(t *testing.T) {
 	dead := testenv.Addr(testenv.FreePort(t))
 	up := testenv.Upstream(t)
 	var logs testenv.SyncBuffer
-	addrs := startServeLogged(t, testConfig(t, up.URL, "redis://"+dead+"/0"), &logs)
+	addrs := startServeLogged(t, configtest.Serve(t, up.URL, "redis://"+dead+"/0"), &logs)
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k")
 		time.Sleep(50 * time.Millisecond)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -88,7 +89,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 // TestAdminTLS: with admin.tls the admin listener speaks HTTPS only.
 func TestAdminTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t, t.TempDir())
-	cfg := testConfig(t, "", "")
+	cfg := configtest.Serve(t, "", "")
 	cfg.Admin.TLS = config.TLSConfig{CertFile: certFile, KeyFile: keyFile}
 	addrs := startServe(t, cfg)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -109,7 +110,7 @@ func TestAdminTLS(t *testing.T) {
 }
 
 func TestAdminTLSBadFiles(t *testing.T) {
-	cfg := testConfig(t, "", "")
+	cfg := configtest.Serve(t, "", "")
 	cfg.Admin.TLS = config.TLSConfig{CertFile: "/nonexistent/cert.pem", KeyFile: "/nonexistent/key.pem"}
 	err := runServe(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err == nil || !strings.Contains(err.Error(), "admin.tls") {
@@ -120,7 +121,7 @@ func TestAdminTLSBadFiles(t *testing.T) {
 // TestPprofOffByDefault: /debug/pprof/ is served only with admin.pprof.
 func TestPprofOffByDefault(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		cfg := testConfig(t, "", "")
+		cfg := configtest.Serve(t, "", "")
 		cfg.Admin.Pprof = on
 		addrs := startServe(t, cfg)
 		resp, _ := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/debug/pprof/", "")
@@ -134,7 +135,7 @@ func TestPprofOffByDefault(t *testing.T) {
 // oversized admin body 400, and neither reaches a handler.
 func TestRequestSizeLimits(t *testing.T) {
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, ""))
+	addrs := startServe(t, configtest.Serve(t, up.URL, ""))
 	big := strings.Repeat("x", maxHeaderBytes+4096+1) // net/http reads 4 KiB beyond the limit
 	for _, url := range []string{"http://" + addrs["admin"] + "/healthz", "http://" + addrs["proxy"] + "/"} {
 		if resp, _ := testenv.Call(t, "GET", url, "", "X-Big", big); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
@@ -163,7 +164,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := testenv.Upstream(t)
-	cfg := testConfig(t, up.URL, fmt.Sprintf("redis://:%s@%s/0", redisPass, r.Addr()))
+	cfg := configtest.Serve(t, up.URL, fmt.Sprintf("redis://:%s@%s/0", redisPass, r.Addr()))
 	cfg.Identity.JWT.Secret = jwtSecret
 	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttledhq/throttled/api"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/redisstore"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // TestInspectKeyCreatesNoState: GET /v1/keys/{key} for a key never seen
@@ -18,7 +19,7 @@ import (
 func TestInspectKeyCreatesNoState(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	probe := redisstore.New(nil, limiter.WithPrefix("throttled:")).Bucket(limiter.TokenBucket, "__ready__")
 	keys := func() []string {
 		k, err := r.Client().Keys(context.Background(), "*").Result()
@@ -46,8 +47,8 @@ func TestInspectKeyCreatesNoState(t *testing.T) {
 // and in /metrics only as a fingerprint.
 func TestTopConsumers(t *testing.T) {
 	up := testenv.Upstream(t)
-	cfg := testConfig(t, up.URL, "")
-	cfg.Rules = []api.Rule{{Name: "per-ip", Match: api.Match{Path: "/"}, Key: api.KeySources{"ip"}}}
+	cfg := configtest.Serve(t, up.URL, "")
+	cfg.Rules = []policy.Rule{{Name: "per-ip", Match: policy.Match{Path: "/"}, Key: policy.KeySources{"ip"}}}
 	addrs := startServe(t, cfg)
 	for range 8 {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "") // no API key: the client is its IP

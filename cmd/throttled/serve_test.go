@@ -14,19 +14,10 @@ import (
 	"time"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
 )
-
-// testConfig is testenv.ServeConfig parsed.
-func testConfig(t *testing.T, upstream, redisURL string) *config.Config {
-	t.Helper()
-	c, err := config.Parse([]byte(testenv.ServeConfig(upstream, redisURL)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // startServe runs `serve` in-process and returns its bound addresses.
 func startServe(t *testing.T, cfg *config.Config) map[string]string {
@@ -63,7 +54,7 @@ func startServeWith(t *testing.T, cfg *config.Config, log *slog.Logger) map[stri
 
 func TestServeEmbedded(t *testing.T) {
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, ""))
+	addrs := startServe(t, configtest.Serve(t, up.URL, ""))
 	proxy, admin := "http://"+addrs["proxy"], "http://"+addrs["admin"]
 	for i := 0; i < 5; i++ {
 		resp, body := testenv.Call(t, "GET", proxy+"/x", "", "X-API-Key", "k1")
@@ -112,8 +103,8 @@ func assignPremium(t *testing.T, admin, key string) {
 func TestServeSharedAcrossInstances(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	a := startServe(t, testConfig(t, up.URL, r.URL()))
-	b := startServe(t, testConfig(t, up.URL, r.URL()))
+	a := startServe(t, configtest.Serve(t, up.URL, r.URL()))
+	b := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	codes := map[int]int{}
 	for i := 0; i < 8; i++ {
 		addr := a["proxy"]
@@ -148,7 +139,7 @@ func TestServeSharedAcrossInstances(t *testing.T) {
 func TestServeRedisKilledUnderLoad(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	proxy := "http://" + addrs["proxy"]
 	var bad atomic.Int64
 	var wg sync.WaitGroup
@@ -241,7 +232,7 @@ func TestReadmeConfigServes(t *testing.T) {
 // is controlled (and published) without a restart.
 func TestServeControllerFollowsNewTiers(t *testing.T) {
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, ""))
+	addrs := startServe(t, configtest.Serve(t, up.URL, ""))
 	admin := "http://" + addrs["admin"]
 	resp, body := testenv.Call(t, "POST", admin+"/v1/tiers", `{"name":"gold","rate":1000,"period":"1s","priority":0}`,
 		"Authorization", "Bearer "+testenv.WriteToken, "Content-Type", "application/json")
@@ -268,7 +259,7 @@ func TestServeStartsWithRedisDown(t *testing.T) {
 	r := testenv.StartRedis(t)
 	r.Kill()
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	resp, _ := testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/", "", "X-API-Key", "k")
 	if resp.StatusCode != 200 {
 		t.Fatalf("proxy with redis down: %d, want 200 from the local fallback", resp.StatusCode)
@@ -310,7 +301,9 @@ func TestServeGracefulShutdown(t *testing.T) {
 	defer cancel()
 	started := make(chan map[string]string, 1)
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, testConfig(t, up.URL, r.URL()), slog.New(slog.DiscardHandler), started) }()
+	go func() {
+		done <- runServe(ctx, configtest.Serve(t, up.URL, r.URL()), slog.New(slog.DiscardHandler), started)
+	}()
 	addrs := <-started
 	lease := coord.Settings{Prefix: "throttled:"}.LeaseKey()
 	deadline := time.Now().Add(5 * time.Second)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/throttledhq/throttled/config/configtest"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -67,7 +68,7 @@ func takeSample(t *testing.T, rc *redis.Client, admin string) soakSample {
 func TestSoak(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
-	addrs := startServe(t, testConfig(t, up.URL, r.URL()))
+	addrs := startServe(t, configtest.Serve(t, up.URL, r.URL()))
 	proxy, admin := "http://"+addrs["proxy"], "http://"+addrs["admin"]
 	total := soakFor(t)
 	rc := r.Client()

@@ -22,6 +22,10 @@ func New[T ~uint8](pkg, what string, names ...string) Names[T] {
 // Len is the number of values.
 func (n Names[T]) Len() int { return len(n.names) }
 
+// Names returns the names in value order (a copy): the list that
+// validation elsewhere and schemas accept.
+func (n Names[T]) Names() []string { return append([]string(nil), n.names...) }
+
 // Valid reports whether v is one of the values.
 func (n Names[T]) Valid(v T) bool { return int(v) < len(n.names) }
 

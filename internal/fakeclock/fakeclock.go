@@ -23,3 +23,6 @@ func (c *Clock) Now() time.Time { return time.UnixMicro(c.us.Load()) }
 
 // Set moves the clock to t (backwards too).
 func (c *Clock) Set(t time.Time) { c.us.Store(t.UnixMicro()) }
+
+// Add moves the clock by d (backwards when d is negative).
+func (c *Clock) Add(d time.Duration) { c.us.Add(d.Microseconds()) }

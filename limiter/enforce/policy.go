@@ -12,7 +12,7 @@ import (
 )
 
 // Tier is what enforcement needs of a tier: its quota and priority (0 is
-// the highest priority). The configured tier is api.Tier; its control
+// the highest priority). The configured tier is policy.Tier; its control
 // parameters are controller.Tier; cmd/throttled derives both views from it.
 //
 // An Unlimited tier's clients are never refused by a rule (neither 429 nor
@@ -56,6 +56,9 @@ const (
 var modeNames = enum.New[Mode]("enforce", "mode", "enforce", "shadow", "delay")
 
 func (m Mode) String() string { return modeNames.String(m) }
+
+// ModeNames lists the modes' names, the first the default.
+func ModeNames() []string { return modeNames.Names() }
 
 // ParseMode reads a mode name; "" means enforce.
 func ParseMode(s string) (Mode, error) {
@@ -124,7 +127,31 @@ type Policy struct {
 	AnonymousTier string // for requests without a believed client key; "" = DefaultTier
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// Patterns of a Policy, as regular expressions: Validate applies them, and
+// policy documents and their schemas read them from here.
+const (
+	// NamePattern is a tier's or a rule's name.
+	NamePattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+	// MethodPattern is an HTTP method in Rule.Methods.
+	MethodPattern = `^[A-Z]{1,16}$`
+	// HeaderNamePattern is a header name (an HTTP token) in a "header:NAME"
+	// key source; unanchored, as KeySourcePattern embeds it.
+	HeaderNamePattern = "[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}"
+	// KeySourcePattern is one of Rule.Keys.
+	KeySourcePattern = `^(ip|api_key|jwt|client|route|header:` + HeaderNamePattern + `)$`
+)
+
+// Bounds of a Policy that Validate applies.
+const (
+	MaxPriority = 1000        // Tier.Priority is in 0..MaxPriority
+	MaxDelay    = time.Minute // the longest Rule.MaxWait of ModeDelay
+)
+
+var (
+	nameRE      = regexp.MustCompile(NamePattern)
+	methodRE    = regexp.MustCompile(MethodPattern)
+	keySourceRE = regexp.MustCompile(KeySourcePattern)
+)
 
 // ErrPolicy reports an invalid policy; errors name the field.
 var ErrPolicy = errors.New("enforce: invalid policy")
@@ -150,8 +177,8 @@ func (p *Policy) Validate() error {
 		if err := r.Validate(); err != nil {
 			bad("tiers[%d] (%s): %v", i, t.Name, unwrapInvalid(err))
 		}
-		if t.Priority < 0 || t.Priority > 1000 {
-			bad("tiers[%d].priority %d: want 0..1000", i, t.Priority)
+		if t.Priority < 0 || t.Priority > MaxPriority {
+			bad("tiers[%d].priority %d: want 0..%d", i, t.Priority, MaxPriority)
 		}
 	}
 	for _, f := range []struct{ field, name string }{{"default_tier", p.DefaultTier}, {"anonymous_tier", p.AnonymousTier}} {
@@ -176,8 +203,6 @@ func unwrapInvalid(err error) string {
 	return strings.TrimPrefix(err.Error(), limiter.ErrInvalid.Error()+": ")
 }
 
-var methodRE = regexp.MustCompile(`^[A-Z]{1,16}$`)
-
 func (r *Rule) validate(i int, tiers []Tier) error {
 	f := func(format string, a ...any) error {
 		return fmt.Errorf("%w: rules[%d] (%s): "+format, append([]any{ErrPolicy, i, r.Name}, a...)...)
@@ -191,8 +216,8 @@ func (r *Rule) validate(i int, tiers []Tier) error {
 		return f("key: at least one key source is needed")
 	case !modeNames.Valid(r.Mode):
 		return f("mode %d: unknown", r.Mode)
-	case r.Mode == ModeDelay && (r.MaxWait <= 0 || r.MaxWait > time.Minute):
-		return f("max_wait %v: delay mode needs 0 < max_wait ≤ 1m", r.MaxWait)
+	case r.Mode == ModeDelay && (r.MaxWait <= 0 || r.MaxWait > MaxDelay):
+		return f("max_wait %v: delay mode needs 0 < max_wait ≤ %v", r.MaxWait, MaxDelay)
 	case r.Cost < 0:
 		return f("cost %d: must be ≥ 1", r.Cost)
 	}
@@ -249,14 +274,8 @@ func (r *Rule) validateLimits(f func(string, ...any) error) error {
 	return nil
 }
 
-var headerNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
-
 func validKeySource(k string) error {
-	switch k {
-	case "ip", "api_key", "jwt", "client", "route":
-		return nil
-	}
-	if name, ok := strings.CutPrefix(k, "header:"); ok && headerNameRE.MatchString(name) {
+	if keySourceRE.MatchString(k) {
 		return nil
 	}
 	return fmt.Errorf("unknown key source %q (want ip, api_key, jwt, client, route or header:NAME)", k)

@@ -23,29 +23,32 @@ import (
 	"github.com/throttledhq/throttled/proxy"
 )
 
-// A front puts the pipeline in front of an application as one way of
-// running throttled does. Every situation runs through every front (see
-// TestSituations); a front for the sidecar's proxy, the rate limit service
-// or POST /v1/check joins the list fronts.
+// A front puts throttled in front of an application as one way of
+// running it does: the in-process fronts and the sidecar's proxy run the
+// pipeline, the gateways (gateways_test.go) ask the rate limit service or
+// POST /v1/check. Every situation runs through every front that it applies
+// to (see TestSituations).
 type front interface {
 	name() string
-	// serve returns app behind p as the front serves it: the test sends
-	// its requests to that handler and judges the answers.
-	serve(t *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler
-	// handles reports whether the front runs a handler (or an upstream):
-	// fronts that stop after the decision stages skip the situations that
-	// need one.
+	// serve returns app behind f's parts, p the pipeline made of them, as
+	// the front serves it: the test sends its requests to that handler and
+	// judges the answers.
+	serve(f *fixture, p *pipeline.Pipeline, app http.Handler) http.Handler
+	// handles reports whether the front runs the pipeline's stages after
+	// the decision around the handler (or the upstream): the fronts that
+	// stop after the decision stages (the gateways, which serve the app
+	// themselves) skip the situations that need them.
 	handles() bool
 }
 
-var fronts = []front{netHTTP{}, echoFront{}, reverseProxy{}}
+var fronts = []front{netHTTP{}, echoFront{}, reverseProxy{}, checkGateway, rlsGateway}
 
 // netHTTP is Pipeline.Handler, the net/http middleware.
 type netHTTP struct{}
 
 func (netHTTP) name() string  { return "net/http" }
 func (netHTTP) handles() bool { return true }
-func (netHTTP) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+func (netHTTP) serve(_ *fixture, p *pipeline.Pipeline, app http.Handler) http.Handler {
 	return p.Handler(app)
 }
 
@@ -54,7 +57,7 @@ type echoFront struct{}
 
 func (echoFront) name() string  { return "echo" }
 func (echoFront) handles() bool { return true }
-func (echoFront) serve(_ *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+func (echoFront) serve(_ *fixture, p *pipeline.Pipeline, app http.Handler) http.Handler {
 	e := echo.New()
 	e.Use(echolimit.Middleware(p))
 	e.Any("/*", echo.WrapHandler(app))
@@ -68,7 +71,8 @@ type reverseProxy struct{}
 
 func (reverseProxy) name() string  { return "reverse proxy" }
 func (reverseProxy) handles() bool { return true }
-func (reverseProxy) serve(t *testing.T, p *pipeline.Pipeline, app http.Handler) http.Handler {
+func (reverseProxy) serve(f *fixture, p *pipeline.Pipeline, app http.Handler) http.Handler {
+	t := f.t
 	up := httptest.NewServer(app)
 	t.Cleanup(up.Close)
 	target, err := url.Parse(up.URL)
@@ -213,7 +217,8 @@ type fixture struct {
 	s       pipeline.Settings
 	app     *app
 	counter *counter
-	handler http.Handler // the front, once made
+	front   front        // the front, once made
+	handler http.Handler // its handler
 	undo    []func()     // releases what the setup holds
 }
 
@@ -265,7 +270,7 @@ func (f *fixture) serve(fr front, app http.Handler) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.handler = fr.serve(f.t, p, app)
+	f.front, f.handler = fr, fr.serve(f, p, app)
 }
 
 // request is a GET of path by key k1 (tier free).

@@ -136,7 +136,8 @@ func (w want) judgeRefusal(t *testing.T, rec *httptest.ResponseRecorder) {
 	}
 }
 
-// judgeCounts checks the app's calls, the pipeline's counts and Answers.
+// judgeCounts checks the app's calls, the pipeline's counts and Answers:
+// one answer per app call on the fronts that run the pipeline.
 func (w want) judgeCounts(t *testing.T, f *fixture) {
 	t.Helper()
 	if got := f.app.calls.Load(); got != w.appCalls {
@@ -152,11 +153,15 @@ func (w want) judgeCounts(t *testing.T, f *fixture) {
 	if !equalCounts(c.counted, want) || !equalCounts(c.refused, want) {
 		t.Errorf("counted %v, refusals logged %v; want %v", c.counted, c.refused, want)
 	}
-	if int64(c.observed) != w.appCalls || c.badTimes > 0 {
-		t.Errorf("Answers saw %d answers (%d timed admitted < handler), want one per app call (%d)",
-			c.observed, c.badTimes, w.appCalls)
+	answers := w.appCalls
+	if !f.front.handles() { // a gateway serves the app itself: the pipeline's Answers hear none of it
+		answers = 0
 	}
-	if w.appCalls > 0 && w.reason == "" && c.statuses[w.status] == 0 { // the app gave the last answer
+	if int64(c.observed) != answers || c.badTimes > 0 {
+		t.Errorf("Answers saw %d answers (%d timed admitted < handler), want %d",
+			c.observed, c.badTimes, answers)
+	}
+	if answers > 0 && w.reason == "" && c.statuses[w.status] == 0 { // the app gave the last answer
 		t.Errorf("Answers saw statuses %v; the last answer was %d", c.statuses, w.status)
 	}
 }
@@ -277,9 +282,13 @@ func breakerTimedOut(f *fixture) *httptest.ResponseRecorder {
 // TestUpgrade: a connection upgrade (the handler hijacks it, or the
 // upstream answers 101 through a reverse proxy) carries our rate-limit
 // headers in place of the app's, once, and outlives the breaker's deadline:
-// the 101 was its answer in time.
+// the 101 was its answer in time. A gateway has no breaker, and serves the
+// upgrade itself.
 func TestUpgrade(t *testing.T) {
 	for _, fr := range fronts {
+		if !fr.handles() {
+			continue
+		}
 		t.Run(fr.name(), func(t *testing.T) {
 			f := newFixture(t)
 			breakers(upgradeDeadline)(f)

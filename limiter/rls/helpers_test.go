@@ -1,9 +1,7 @@
 package rls_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,8 +15,8 @@ import (
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/rls"
+	"github.com/throttledhq/throttled/limiter/rls/rlstest"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 var storeSeq atomic.Int64
@@ -77,28 +75,7 @@ func serve(t testing.TB, c rls.Checker, s rls.Settings, reg prometheus.Registere
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return rlsv3.NewRateLimitServiceClient(conn), conn
+	return rlstest.Serve(t, srv)
 }
 
 // desc is a descriptor of key, value pairs.
