@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/internal/bench"
+	"github.com/throttledhq/throttled/internal/overload"
 )
 
 // Bad arguments to bench overload are refused before anything starts, each
@@ -15,6 +20,7 @@ func TestBenchOverloadArguments(t *testing.T) {
 	}{
 		{[]string{"--scenario", "nope"}, "nope"},
 		{[]string{"--mode", "fast"}, "fast"},
+		{[]string{"--front", "grpc"}, `front "grpc"`},
 		{[]string{"--duration", "1s"}, "--duration 1s"},
 		{[]string{"--target", "0s"}, "--target"},
 		{[]string{"--instances", "99"}, "--instances 99"},
@@ -22,26 +28,33 @@ func TestBenchOverloadArguments(t *testing.T) {
 		{[]string{"--scenario", "instances", "--duration", "3s"}, "--redis-url"},
 	} {
 		var out bytes.Buffer
-		err := bench(append([]string{"overload"}, tc.args...), &out)
+		err := benchCmd(append([]string{"overload"}, tc.args...), &out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("bench overload %v: %v, want an error naming %s", tc.args, err, tc.want)
 		}
 	}
 }
 
-func TestAdminAddrPerInstance(t *testing.T) {
-	for _, tc := range []struct {
-		base string
-		i    int
-		want string
-	}{{"", 3, "127.0.0.1:0"}, {"127.0.0.1:9100", 0, "127.0.0.1:9100"}, {"127.0.0.1:9100", 2, "127.0.0.1:9102"}} {
-		if got, err := adminAddr(tc.base, tc.i); err != nil || got != tc.want {
-			t.Errorf("adminAddr(%q, %d) = %q, %v; want %q", tc.base, tc.i, got, err, tc.want)
-		}
+// Each run prints one JSON object that names its mode and front, or, as
+// text, the headline (the front named unless it is the proxy).
+func TestBenchOverloadPrintsFront(t *testing.T) {
+	bs := overload.BackendSettings{Workers: 2, ServiceTime: 40 * time.Millisecond}
+	sc, err := overload.Lookup("surge", bs.Capacity())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, bad := range []string{"nohost", "127.0.0.1:x", "127.0.0.1:65535"} {
-		if _, err := adminAddr(bad, 1); err == nil {
-			t.Errorf("adminAddr(%q, 1) accepted", bad)
-		}
+	base := overload.RunSettings{Duration: 3 * time.Second, Front: overload.Echo, Backend: bs, Stack: bench.Parts{}.Start}
+	var out bytes.Buffer
+	if err := overloadRuns(&out, sc, []overload.Mode{overload.Off}, base, true, false); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct{ Scenario, Mode, Front string }
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Scenario != "surge" || rep.Mode != "off" || rep.Front != "echo" {
+		t.Fatalf("%s: %+v, %v; want surge, off, echo", out.String(), rep, err)
+	}
+	out.Reset()
+	if err := writeOverloadReport(&out, overload.Report{Scenario: "surge", Mode: "off", Front: "echo"}, false); err != nil ||
+		!strings.HasPrefix(out.String(), "surge/off/echo: premium admitted ") {
+		t.Fatalf("text: %q, %v", out.String(), err)
 	}
 }

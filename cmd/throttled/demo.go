@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/throttledhq/throttled/internal/bench"
 	"github.com/throttledhq/throttled/internal/overload"
 )
 
@@ -21,13 +22,12 @@ type demoFlags struct {
 	adminListen   string
 	plain         bool
 	backend       overload.BackendSettings // zero: the default backend (tests scale it down)
-	target        time.Duration            // zero: demoTarget (tests on a loaded machine loosen it)
 }
 
 // demo runs the `surge` overload scenario live: a backend of limited
 // capacity, premium and free clients (and one greedy free key above its
 // quota), a free surge to 2.5× capacity in the middle third, and the real
-// serve stack (both loops) in between, on embedded defaults unless
+// throttled (both loops, bench.StartStack) in between, on embedded defaults unless
 // --redis-url / --prometheus-url name real parts. It is `throttled bench
 // overload --scenario surge --mode controller` with a live table.
 func demo(args []string, w io.Writer) error {
@@ -63,21 +63,18 @@ func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, er
 		return overload.Report{}, err
 	}
 	view := newDemoView(w, f.plain, bs.Capacity())
-	parts := overloadParts{redisURL: f.redisURL, prometheusURL: f.prometheusURL, adminListen: f.adminListen}
+	parts := bench.Parts{RedisURL: f.redisURL, PrometheusURL: f.prometheusURL, AdminListen: f.adminListen}
 	fmt.Fprintf(w, "throttled demo: backend capacity %.0f req/s; premium %.0f req/s, free surging from %.0f to %.0f req/s in the middle third; %v\n",
 		bs.Capacity(), sc.Capacity*0.5, sc.Capacity*0.25, sc.Capacity*2.5, f.duration)
-	target := demoTarget
-	if f.target > 0 {
-		target = f.target
-	}
-	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: target,
+	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: demoTarget,
 		Mode: overload.Controller, Backend: bs, OnRow: view.row,
 		Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
-			st, err := startOverloadStack(ctx, spec, parts)
-			if err == nil {
-				fmt.Fprintf(w, "proxy %s, admin and /metrics %s\n\n", st.URLs()[0], st.admins[0])
+			st, err := bench.StartStack(ctx, spec, parts)
+			if err != nil {
+				return nil, err
 			}
-			return st, err
+			fmt.Fprintf(w, "proxy %s, admin and /metrics %s\n\n", st.URLs()[0], st.Admins()[0])
+			return st, nil
 		}})
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, overload.ErrUnreconciled) {
 		return rep, err

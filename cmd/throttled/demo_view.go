@@ -86,5 +86,5 @@ func (v *demoView) summary(rep overload.Report) {
 	fmt.Fprintln(v.w, "\n429: the client spent its own quota. 503 shed: throttled refused a request the client had every right")
 	fmt.Fprintln(v.w, "to send, lowest priority first, to keep the backend within its capacity; 503 backend: the backend's own")
 	fmt.Fprintln(v.w, "overload answer, which throttled exists to prevent.")
-	fmt.Fprintln(v.w, "\n"+headline(rep))
+	fmt.Fprintln(v.w, "\n"+rep.Headline())
 }

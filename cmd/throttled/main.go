@@ -57,7 +57,7 @@ func commands() map[string]func(args []string, stdout, stderr io.Writer) error {
 		"serve":       serve,
 		"config":      func(a []string, o, _ io.Writer) error { return configCmd(a, o) },
 		"demo":        func(a []string, o, _ io.Writer) error { return demo(a, o) },
-		"bench":       func(a []string, o, _ io.Writer) error { return bench(a, o) },
+		"bench":       func(a []string, o, _ io.Writer) error { return benchCmd(a, o) },
 		"script":      func(a []string, o, _ io.Writer) error { return script(a, o) },
 		"healthcheck": healthcheck,
 		"version": func(a []string, o, _ io.Writer) error {

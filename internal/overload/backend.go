@@ -82,13 +82,18 @@ func NewBackend(s BackendSettings) (*Backend, error) {
 	b := &Backend{cfg: s, url: "http://" + ln.Addr().String(),
 		workers: make(chan struct{}, s.Workers), closing: make(chan struct{})}
 	b.service.Store(int64(s.ServiceTime))
-	b.srv = &http.Server{Handler: http.HandlerFunc(b.serve), ReadHeaderTimeout: 5 * time.Second}
+	b.srv = &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = b.srv.Serve(ln) }()
 	return b, nil
 }
 
 // URL is the backend's base URL ("http://127.0.0.1:port").
 func (b *Backend) URL() string { return b.url }
+
+// Handler is the backend's handler, which its listener serves: a caller
+// may serve it in process as well (behind a middleware), on the same
+// workers, queue and counts.
+func (b *Backend) Handler() http.Handler { return http.HandlerFunc(b.serve) }
 
 // ServiceTime is the current service time.
 func (b *Backend) ServiceTime() time.Duration { return time.Duration(b.service.Load()) }

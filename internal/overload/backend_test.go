@@ -3,6 +3,7 @@ package overload
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"sync"
 	"testing"
@@ -97,5 +98,28 @@ func TestBackendOverloadedAnswerCarriesMarker(t *testing.T) {
 	}
 	if c := b.Counts(); c.Overloaded != 1 || c.OK != 0 {
 		t.Fatalf("counts %+v, want 1 overloaded, 0 OK", c)
+	}
+}
+
+// Handler serves the backend in process on the same workers and counts:
+// a request through it waits for the one worker its listener's request
+// holds, and both are counted.
+func TestBackendHandlerSharesWorkers(t *testing.T) {
+	const service = 30 * time.Millisecond
+	b := startBackend(t, BackendSettings{Workers: 1, ServiceTime: service, MaxQueueWait: 10 * time.Second})
+	done := make(chan struct{})
+	go func() { defer close(done); get(t, b.URL()) }()
+	for b.Busy() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	t0 := time.Now()
+	b.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if d := time.Since(t0); rec.Code != 200 || d < service/2 {
+		t.Fatalf("in process: %d after %v, want 200 after the listener's request left the worker", rec.Code, d)
+	}
+	<-done
+	if c := b.Counts(); c.OK != 2 {
+		t.Fatalf("counts %+v, want 2 OK", c)
 	}
 }

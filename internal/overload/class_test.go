@@ -3,6 +3,7 @@ package overload
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -86,5 +87,17 @@ func TestParseModes(t *testing.T) {
 	}
 	if _, err := ParseModes("on"); !errors.Is(err, ErrUnknownMode) {
 		t.Fatalf("ParseModes(on) error %v, want ErrUnknownMode", err)
+	}
+}
+
+func TestParseFront(t *testing.T) {
+	for _, f := range []Front{Proxy, Middleware, Echo} {
+		got, err := ParseFront(f.String())
+		if err != nil || got != f {
+			t.Errorf("ParseFront(%q) = %v, %v", f, got, err)
+		}
+	}
+	if _, err := ParseFront("grpc"); err == nil || !strings.Contains(err.Error(), `front "grpc" (want proxy, middleware or echo)`) {
+		t.Errorf("ParseFront(grpc) error %v, want the fronts named", err)
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// cpuTime is this process's user and system CPU so far.
-func cpuTime() time.Duration {
+// CPUTime is this process's user and system CPU so far (getrusage):
+// the CPU figure of the overload report and of the other benches.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

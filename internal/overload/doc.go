@@ -8,6 +8,11 @@
 //
 //	clients (open loop) → stack (the caller's) → backend (capacity C)
 //
+// RunSettings.Front says where the clients meet the stack: a proxy to the
+// backend's listener (StackSpec.Backend), or, for the middleware fronts,
+// the backend's own handler (StackSpec.Handler) served in the stack's
+// process; either way the backend's workers and counts are the same.
+//
 //	bs := overload.BackendSettings{}                // 8 workers × 20 ms: C = 400 req/s
 //	sc, err := overload.Lookup("surge", bs.Capacity())
 //	rep, err := overload.Run(ctx, sc, overload.RunSettings{

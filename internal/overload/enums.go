@@ -3,6 +3,8 @@ package overload
 import (
 	"fmt"
 	"strings"
+
+	"github.com/throttledhq/throttled/internal/enum"
 )
 
 // Phase is a third of a run.
@@ -60,3 +62,26 @@ func ParseModes(s string) ([]Mode, error) {
 	}
 	return nil, fmt.Errorf("%w %q: want %s or all", ErrUnknownMode, s, strings.Join(modeNames[:], ", "))
 }
+
+// Front is where the clients meet throttled: the sidecar proxy in front
+// of the backend's listener, or the backend's own handler served in the
+// stack's process behind throttled's net/http middleware or behind Echo
+// with throttled's Echo middleware. Run passes it to the StackFunc and
+// names it in the report.
+type Front uint8
+
+const (
+	Proxy      Front = iota // the sidecar reverse proxy to Backend
+	Middleware              // Handler behind the net/http middleware
+	Echo                    // Handler behind an Echo server with the Echo middleware
+)
+
+var frontNames = enum.New[Front]("overload", "front", "proxy", "middleware", "echo")
+
+func (f Front) String() string { return frontNames.String(f) }
+
+// MarshalText writes the front's name.
+func (f Front) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// ParseFront reads a --front value.
+func ParseFront(s string) (Front, error) { return frontNames.Parse(s) }

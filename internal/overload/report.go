@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -11,6 +12,7 @@ import (
 type Report struct {
 	Scenario    string  `json:"scenario"`
 	Mode        string  `json:"mode"`
+	Front       string  `json:"front"`        // where the clients meet throttled (Front)
 	CapacityRPS float64 `json:"capacity_rps"` // the backend's nominal capacity
 	TargetMS    float64 `json:"target_ms"`    // the latency target
 	Phases      Phases  `json:"phases"`
@@ -68,6 +70,28 @@ type Status struct {
 	OverQuota  int64 `json:"over_quota"`
 	Breaker    int64 `json:"breaker"`
 	Bulkhead   int64 `json:"bulkhead"`
+}
+
+// Headline is the report's figures in one line: the text output of
+// `throttled bench overload`, and the end of the demo's summary. The name
+// is scenario/mode, and /front when the front is not the proxy.
+func (r Report) Headline() string {
+	o := r.Phases.During
+	settle, recovery := fmt.Sprintf("%.0f s", r.SettleS), fmt.Sprintf("%.1f s", r.RecoveryS)
+	if r.SettleS < 0 {
+		settle = "never"
+	}
+	if r.RecoveryS < 0 {
+		recovery = "not within the run"
+	}
+	name := r.Scenario + "/" + r.Mode
+	if r.Front != Proxy.String() {
+		name += "/" + r.Front // proxy, the default, as before fronts
+	}
+	return fmt.Sprintf("%s: premium admitted %.1f%%, free admitted %.1f%%, goodput %.2f·C (lowest 1 s %.2f·C), "+
+		"p99 %.0f ms (target %.0f), settle %s, recovery %s, %.1f flips/min, 503 backend %d / shed %d, CPU %.1f s",
+		name, o.PremiumAdmittedPct, o.FreeAdmittedPct, o.GoodputRatio, r.LowestGoodputRatio,
+		o.P99MS, r.TargetMS, settle, recovery, r.FlipsPerMin, o.Status.Backend503, o.Status.Shed, r.CPUSeconds)
 }
 
 // summarize computes the report's figures (all but the CPU) from the rows,

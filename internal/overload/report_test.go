@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -224,5 +225,27 @@ func TestFlips(t *testing.T) {
 				t.Fatalf("flips = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// The headline names scenario/mode, and the front unless it is the proxy;
+// a settle or recovery of −1 reads never / not within the run.
+func TestHeadline(t *testing.T) {
+	r := Report{Scenario: "surge", Mode: "controller", TargetMS: 250}
+	r.Phases.During.PremiumAdmittedPct = 99.5
+	for _, tc := range []struct {
+		front            string
+		settle, recovery float64
+		want             []string
+	}{
+		{"proxy", 1, 2.5, []string{"surge/controller: premium admitted 99.5%", "settle 1 s, recovery 2.5 s"}},
+		{"echo", -1, -1, []string{"surge/controller/echo: ", "settle never, recovery not within the run"}},
+	} {
+		r.Front, r.SettleS, r.RecoveryS = tc.front, tc.settle, tc.recovery
+		for _, w := range tc.want {
+			if h := r.Headline(); !strings.Contains(h, w) {
+				t.Errorf("%s: headline %q lacks %q", tc.front, h, w)
+			}
+		}
 	}
 }

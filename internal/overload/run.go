@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -32,8 +33,13 @@ type Stack interface {
 type StackSpec struct {
 	Scenario Scenario // its Tiers, DefaultTier and Instances
 	Mode     Mode
+	Front    Front
 	Backend  string        // the backend's base URL
 	Target   time.Duration // the latency target
+	// Handler is the backend's own handler, for the fronts that serve it
+	// in process: the same workers, service time, queue and counts as
+	// the backend's listener at Backend.
+	Handler http.Handler
 }
 
 // StackFunc starts the stack; ctx is the run's.
@@ -46,6 +52,7 @@ type RunSettings struct {
 	// Target is the latency target; default 250 ms.
 	Target time.Duration
 	Mode   Mode
+	Front  Front
 	// Stack starts the stack; required.
 	Stack StackFunc
 	// Backend configures the backend; its capacity must be the scenario's.
@@ -106,7 +113,8 @@ func Run(ctx context.Context, sc Scenario, rs RunSettings) (Report, error) {
 	if c := b.Capacity(); math.Abs(c-sc.Capacity) > 1e-6*c {
 		return Report{}, fmt.Errorf("%w: scenario %q is for capacity %v, the backend has %v", ErrScenario, sc.Name, sc.Capacity, c)
 	}
-	st, err := rs.Stack(ctx, StackSpec{Scenario: sc, Mode: rs.Mode, Backend: b.URL(), Target: rs.Target})
+	st, err := rs.Stack(ctx, StackSpec{Scenario: sc, Mode: rs.Mode, Front: rs.Front,
+		Backend: b.URL(), Target: rs.Target, Handler: b.Handler()})
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrStack, err)
 	}
@@ -123,7 +131,7 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	col := newCollector(sc, lay, rs.Target)
 	pr := &probe{}
 	gen := newGenerator(st.URLs(), sc.Split, col, lay, rs)
-	cpu0 := cpuTime()
+	cpu0 := CPUTime()
 	gen.start = time.Now()
 	runCtx, stop := context.WithTimeout(ctx, time.Duration(lay.seconds)*time.Second)
 	defer stop()
@@ -149,7 +157,8 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	}
 	emit(col.finished(kept, pr.at), rs.OnRow)
 	rep := summarize(sc, rs.Mode, rs.Target, lay, col.rows[:kept], pr.all())
-	rep.CPUSeconds = round((cpuTime() - cpu0).Seconds(), 2)
+	rep.Front = rs.Front.String()
+	rep.CPUSeconds = round((CPUTime() - cpu0).Seconds(), 2)
 	if early != nil {
 		return rep, fmt.Errorf("overload: run ended early: %w", early)
 	}

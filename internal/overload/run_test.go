@@ -24,8 +24,9 @@ var small = BackendSettings{Workers: 2, ServiceTime: 20 * time.Millisecond}
 // (a timed-out request the backend served would fail the reconciliation).
 const patient = 30 * time.Second
 
-// passThrough is a Stack of n plain reverse proxies, counting what each
-// proxied.
+// passThrough is a Stack of n plain reverse proxies (with Front Proxy) or
+// n servers of the backend's handler (other fronts), counting what each
+// passed on.
 type passThrough struct {
 	srvs  []*httptest.Server
 	count []atomic.Int64
@@ -61,9 +62,13 @@ func passThroughStack(got **passThrough) StackFunc {
 			// DefaultTransport keeps 2 idle connections per host: under a
 			// surge the proxy would open and close connections all the time.
 			rp.Transport = &http.Transport{MaxIdleConnsPerHost: 1024}
+			var next http.Handler = rp
+			if spec.Front != Proxy { // the backend's handler in process
+				next = spec.Handler
+			}
 			p.srvs = append(p.srvs, httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				p.count[i].Add(1)
-				rp.ServeHTTP(w, r)
+				next.ServeHTTP(w, r)
 			})))
 		}
 		*got = p
@@ -135,8 +140,8 @@ func TestRunEndToEnd(t *testing.T) {
 	if proxied != sent {
 		t.Errorf("the stack saw %d requests, the clients sent %d", proxied, sent)
 	}
-	if rep.RecoveryS != 0 || rep.FlipsPerMin != 0 || rep.CapacityRPS != 100 || rep.TargetMS != 250 {
-		t.Errorf("recovery %v flips %v capacity %v target %v", rep.RecoveryS, rep.FlipsPerMin, rep.CapacityRPS, rep.TargetMS)
+	if rep.RecoveryS != 0 || rep.FlipsPerMin != 0 || rep.CapacityRPS != 100 || rep.TargetMS != 250 || rep.Front != "proxy" {
+		t.Errorf("recovery %v flips %v capacity %v target %v front %q", rep.RecoveryS, rep.FlipsPerMin, rep.CapacityRPS, rep.TargetMS, rep.Front)
 	}
 }
 
@@ -145,7 +150,7 @@ func TestRunEndToEnd(t *testing.T) {
 func assertReportNames(t *testing.T, raw []byte) {
 	t.Helper()
 	top := keysOf(t, raw)
-	want := sorted("scenario", "mode", "capacity_rps", "target_ms", "phases", "settle_s", "lowest_goodput_ratio",
+	want := sorted("scenario", "mode", "front", "capacity_rps", "target_ms", "phases", "settle_s", "lowest_goodput_ratio",
 		"recovery_s", "flips_per_min", "cpu_seconds")
 	if !slices.Equal(top, want) {
 		t.Fatalf("report keys %v, want %v", top, want)
@@ -177,6 +182,22 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A stack that serves the backend's handler in process (the middleware
+// fronts) reconciles with the backend's counts like a proxy, and the report
+// names its front.
+func TestRunInProcessFront(t *testing.T) {
+	sc, _ := Lookup("surge", small.Capacity())
+	var stack *passThrough
+	rep, err := Run(context.Background(), sc, RunSettings{Duration: 3 * time.Second, Timeout: patient, Backend: small,
+		Front: Echo, Stack: passThroughStack(&stack)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := stack.count[0].Load(), rep.Totals["premium"].Class[OK]; rep.Front != "echo" || n == 0 || ok == 0 {
+		t.Fatalf("front %q: %d requests served, %d premium 2xx", rep.Front, n, ok)
+	}
 }
 
 // The instances scenario's traffic reaches the three instances 60/30/10.

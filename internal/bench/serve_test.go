@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -7,18 +7,16 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/enforce"
-	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// bench http --serve serves each mode on its own port until its context
-// ends: none is the bare hello world, memory and redis decide (the rule's
+// bench http --serve (ServeModes) serves each mode on its own port until
+// its context ends: none is the bare hello world, memory and redis decide (the rule's
 // headers; Redis holds the buckets), and every port is closed after.
 func TestBenchHTTPServe(t *testing.T) {
 	r := testenv.StartRedis(t)
@@ -26,20 +24,21 @@ func TestBenchHTTPServe(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- serveModes(ctx, []string{"none", "memory", "redis"}, r.Client(), redisstore.Settings{}, "127.0.0.1:0", pw)
+		done <- ServeModes(ctx, HTTPSettings{Modes: []string{"none", "memory", "redis"}, Redis: r.Client()}, "127.0.0.1:0", pw)
 	}()
 	dec := json.NewDecoder(bufio.NewReader(pr))
 	urls := map[string]string{}
 	for range 3 {
-		var l servedMode
+		var l ServedMode
 		if err := dec.Decode(&l); err != nil {
 			t.Fatal(err)
 		}
 		urls[l.Mode] = l.URL
 	}
 	for m, limited := range map[string]bool{"none": false, "memory": true, "redis": true} {
-		code, body, limit := get(t, urls[m])
-		if code != 200 || body != "Hello, World!" || (limit == strconv.Itoa(benchLimit)) != limited {
+		resp, body := testenv.Call(t, "GET", urls[m], "", "X-API-Key", "k1")
+		code, limit := resp.StatusCode, resp.Header.Get(enforce.HeaderLimit)
+		if code != 200 || body != "Hello, World!" || (limit == strconv.Itoa(Limit)) != limited {
 			t.Errorf("%s at %s: %d %q, X-RateLimit-Limit %q; want 200 Hello, World! with the limit header %v",
 				m, urls[m], code, body, limit, limited)
 		}
@@ -59,25 +58,12 @@ func TestBenchHTTPServe(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) (code int, body, limit string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("X-API-Key", "k1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header.Get(enforce.HeaderLimit)
-}
-
 // A port already taken fails --serve with the mode named, and the modes
 // that did listen are closed again: mode none at a free port, mode memory
 // at the taken one next to it.
 func TestBenchHTTPServePortTaken(t *testing.T) {
 	taken, free := takenAfterFree(t)
-	err := serveModes(context.Background(), []string{"none", "memory"}, nil, redisstore.Settings{},
+	err := ServeModes(context.Background(), HTTPSettings{Modes: []string{"none", "memory"}},
 		"127.0.0.1:"+strconv.Itoa(free), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "mode memory") {
 		t.Fatalf("err = %v, want mode memory's port named taken", err)
@@ -109,19 +95,33 @@ func takenAfterFree(t *testing.T) (net.Listener, int) {
 	return nil, 0
 }
 
-func TestBenchHTTPServeBadAddr(t *testing.T) {
-	for addr, want := range map[string]string{
-		"nonsense":        "want host:port",
-		"127.0.0.1:http":  "want 0 to 65535",
-		"127.0.0.1:70000": "want 0 to 65535",
+// AddrPlus counts ports up from the base (port 0: free ports, the base
+// itself) and refuses, naming the flag and the base, an address that is
+// not host:port, a port out of range, and ports past 65535.
+func TestAddrPlus(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		i    int
+		want string // the address, or what the error says
+	}{
+		{"127.0.0.1:9100", 2, "127.0.0.1:9102"},
+		{"[::1]:0", 5, "[::1]:0"},
+		{"nonsense", 0, "--serve \"nonsense\": want host:port"},
+		{"127.0.0.1:http", 0, `port "http": want 0 to 65535`},
+		{"127.0.0.1:70000", 0, `port "70000": want 0 to 65535`},
+		{"127.0.0.1:65535", 1, "the ports run past 65535"},
 	} {
-		err := bench([]string{"http", "--serve", addr}, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), addr) {
-			t.Errorf("--serve %s: %v, want an error naming it: %s", addr, err, want)
+		got, err := AddrPlus("--serve", tc.base, tc.i)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("AddrPlus(%q, %d) = %q, want %q", tc.base, tc.i, got, tc.want)
 		}
 	}
-	err := serveModes(context.Background(), []string{"none", "memory"}, nil, redisstore.Settings{}, "127.0.0.1:65535", io.Discard)
-	if !errors.Is(err, errPortsPast) {
-		t.Errorf("2 modes from port 65535: %v, want errPortsPast", err)
+	// Two modes from port 65535: the second runs past it.
+	err := ServeModes(context.Background(), HTTPSettings{Modes: []string{"none", "memory"}}, "127.0.0.1:65535", io.Discard)
+	if !errors.Is(err, ErrPortsPast) {
+		t.Errorf("2 modes from port 65535: %v, want ErrPortsPast", err)
 	}
 }

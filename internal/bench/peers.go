@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	_ "embed"
@@ -20,7 +20,7 @@ import (
 //     called as Echo's RateLimiter middleware calls it: Allow(identifier).
 //   - naive-redis: one EVALSHA per request of the plain token bucket
 //     (../shared/bench/plain-token-bucket.lua, copied verbatim into
-//     bench_plain.lua) through go-redis Script.Run, the way
+//     plain.lua) through go-redis Script.Run, the way
 //     go-redis/redis_rate and most Redis limiters decide.
 const (
 	peerXRate      = "xrate"
@@ -28,7 +28,7 @@ const (
 	peerNaiveRedis = "naive-redis"
 )
 
-//go:embed bench_plain.lua
+//go:embed plain.lua
 var plainTokenBucket string
 
 var plainScript = redis.NewScript(plainTokenBucket)
@@ -50,7 +50,7 @@ func peerHandler(m string, rdb redis.UniversalClient, limit float64, burst int) 
 		}
 	case peerNaiveRedis:
 		allow = func(r *http.Request, key string) bool {
-			v, err := plainScript.Run(r.Context(), rdb, []string{benchPrefix + "naive:" + key}, limit, burst, 1).Int64Slice()
+			v, err := plainScript.Run(r.Context(), rdb, []string{Prefix + "naive:" + key}, limit, burst, 1).Int64Slice()
 			return err == nil && len(v) == 2 && v[0] == 1
 		}
 	default:
