@@ -14,6 +14,7 @@ import (
 	"github.com/throttledhq/throttled/internal/overload"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/pipeline"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/limiter/tokenlease"
 )
@@ -173,7 +174,7 @@ const memoryNoHeaders = "memory-noheaders"
 // reaches.
 const Limit = 1e9
 
-// Handler is the hello world behind the middleware of mode m (or a peer's
+// Handler is the hello world behind the pipeline of mode m (or a peer's
 // limiter, peers.go): one rule per API key, a quota no client reaches.
 func Handler(m string, rdb *redis.Client, set redisstore.Settings) (http.Handler, error) {
 	return limitedHandler(m, rdb, set, Limit)
@@ -214,5 +215,12 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 	if err != nil {
 		return nil, fmt.Errorf("bench http: mode %s: %w", m, err)
 	}
-	return e.Middleware(helloWorld), nil
+	// The one request path every front runs, with the decision as its only
+	// stage: what these modes measured before through the enforcer's own
+	// adapter.
+	pl, err := pipeline.New(pipeline.Settings{Enforcer: e})
+	if err != nil {
+		return nil, fmt.Errorf("bench http: mode %s: %w", m, err)
+	}
+	return pl.Handler(helloWorld), nil
 }
