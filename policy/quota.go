@@ -62,8 +62,9 @@ func validateLimits(p string, r Rule) []error {
 	for i, l := range r.Limits {
 		lp := p + ".limits[" + strconv.Itoa(i) + "]"
 		var le errList
-		le.add(rng(1, limiter.MaxLimit).checkInt(lp+".limit", l.Limit), b["algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
-			b["period"].checkDur(lp+".period", l.Period), b["burst"].checkInt(lp+".burst", l.Burst))
+		le.add(checkNum(b["limits.limit"], lp+".limit", l.Limit),
+			b["limits.algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
+			b["limits.period"].checkDur(lp+".period", l.Period), checkNum(b["limits.burst"], lp+".burst", l.Burst))
 		if len(le) == 0 {
 			le.add(checkAlign(lp, l.Align, l.Algorithm, l.Period))
 		}
