@@ -14,12 +14,12 @@ import (
 // publishes them (Bound.Schema). Relations between fields (lease_ttl >
 // period, min_limit ≤ max_limit) are checked in validate.
 var configLimits = map[string]policy.Bound{
-	"upstream_timeout":              policy.Durations(time.Millisecond, time.Hour),
-	"controller.period":             policy.Durations(100*time.Millisecond, time.Hour),
-	"controller.error_ratio_target": inside(0, 1, "want a ratio in (0, 1)"),
-	"controller.saturation_target":  policy.AtLeast(0),
-	"controller.headroom": inside(0, 1,
-		"want (0, 1): 0 would leave no band between healthy and overloaded (omit it for the default 0.1)"),
+	"upstream_timeout":                      policy.Durations(time.Millisecond, time.Hour),
+	"max_body_bytes":                        saying(policy.AtLeast(0), "want a positive number of bytes (0: the default, 10 MiB)"),
+	"controller.period":                     policy.Durations(100*time.Millisecond, time.Hour),
+	"controller.error_ratio_target":         saying(open(0, 1), "want a ratio in (0, 1)"),
+	"controller.saturation_target":          policy.AtLeast(0),
+	"controller.headroom":                   saying(open(0, 1), headroomWant),
 	"fallback.instances":                    policy.Between(0, 10000),
 	"fallback.deadline":                     policy.Durations(0, 10*time.Second),
 	"fallback.consecutive_failures":         policy.Between(1, 1000),
@@ -30,12 +30,22 @@ var configLimits = map[string]policy.Bound{
 	"bulkheads.*.limit":                     policy.Between(1, 1_000_000),
 	"bulkheads.*.queue":                     policy.AtLeast(0),
 	"upstream_breaker.consecutive_failures": policy.AtLeast(0),
-	"identity.ipv6_prefix":                  {Min: 0, Max: 128, Range: true, Msg: "want 1..128 (0: 64)"},
+	"identity.ipv6_prefix":                  saying(policy.Between(0, 128), "want 1..128 (0: 64)"),
 }
 
-// inside bounds a number to (lo, hi), saying msg of any other.
-func inside(lo, hi float64, msg string) policy.Bound {
-	return policy.Bound{Min: lo, Max: hi, Range: true, ExclusiveMin: true, ExclusiveMax: true, Msg: msg}
+const headroomWant = "want (0, 1): 0 would leave no band between healthy and overloaded (omit it for the default 0.1)"
+
+// open bounds a number to (lo, hi).
+func open(lo, hi float64) policy.Bound {
+	b := policy.Between(lo, hi)
+	b.ExclusiveMin, b.ExclusiveMax = true, true
+	return b
+}
+
+// saying is b with msg as its error.
+func saying(b policy.Bound, msg string) policy.Bound {
+	b.Msg = msg
+	return b
 }
 
 // checkLimits applies configLimits to every field of c.

@@ -109,13 +109,16 @@ func TestSchemaLimitsAreValidation(t *testing.T) {
 		if !inSchema {
 			t.Errorf("%s: bound %+v not in the schema %v", pattern, b, prop)
 		}
-		env := "THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad
-		_, err := Parse([]byte(testenv.ReadmeConfig), []string{env})
+		src, env := testenv.ReadmeConfig, []string{"THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad}
+		if !strings.Contains(pattern, ".") { // a top-level field, maybe not one the environment sets
+			src, env = src+pattern+": "+bad+"\n", nil
+		}
+		_, err := Parse([]byte(src), env)
 		if msg, ok := limitMessages[pattern]; ok && b.Want() != msg {
 			t.Errorf("%s: says %q, want %q", pattern, b.Want(), msg)
 		}
 		if err == nil || !strings.Contains(err.Error(), ": "+pattern+": "+b.Want()) {
-			t.Errorf("%s: %v, want an error at %s", env, err, pattern)
+			t.Errorf("%s=%s: %v, want an error at %s", pattern, bad, err, pattern)
 		}
 	}
 }
@@ -129,6 +132,7 @@ var limitMessages = map[string]string{
 	"controller.saturation_target":  "must not be negative",
 	"log.level":                     "want debug, info, warn or error",
 	"identity.ipv6_prefix":          "want 1..128 (0: 64)",
+	"max_body_bytes":                "want a positive number of bytes (0: the default, 10 MiB)",
 	"controller.error_ratio_target": "want a ratio in (0, 1)",
 }
 
