@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/throttledhq/throttled/limiter"
-	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // checkAlign validates the align of a tier, rule or limit at path p, whose
@@ -55,10 +54,10 @@ func validateLimits(p string, r Rule) []error {
 			errs.add(fieldErr(p+"."+f.name, "set with limits: give each limit its own, in limits"))
 		}
 	}
-	if len(r.Limits) > enforce.MaxLimits {
-		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), enforce.MaxLimits))
-	}
 	b := ruleBounds
+	if n := b["limits"].MaxItems; len(r.Limits) > n {
+		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), n))
+	}
 	for i, l := range r.Limits {
 		lp := p + ".limits[" + strconv.Itoa(i) + "]"
 		var le errList

@@ -137,7 +137,7 @@ func validateMatch(p string, r Rule) error {
 	case !strings.HasPrefix(path, "/"):
 		return fieldErr(p+".match.path", "%q: must start with /", path)
 	case len(path) > ruleBounds["match.path"].MaxLen:
-		return fieldErr(p+".match.path", "%d bytes: at most %d", len(path), MaxPathLen)
+		return fieldErr(p+".match.path", "%d bytes: at most %d", len(path), ruleBounds["match.path"].MaxLen)
 	case !printable(path) || !pathRE.MatchString(path):
 		return fieldErr(p+".match.path", "%q: no spaces, control characters, ? or #", path)
 	case len(r.Match.Methods) > ruleBounds["match.methods"].MaxItems:
