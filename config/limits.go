@@ -10,9 +10,11 @@ import (
 // configLimits are the bounds of the fields of Config by YAML path ("*"
 // stands for a map key): the one place the ranges of the file are written
 // (those of tiers and rules are policy.TierBounds and policy.RuleBounds).
-// Validation applies them (Bound.Check) and `throttled config schema`
-// publishes them (Bound.Schema). Relations between fields (lease_ttl >
-// period, min_limit ≤ max_limit) are checked in validate.
+// Validation applies them (Bound.Check), once the defaults are filled: a
+// Required field is one a default fills, which the file may leave out but
+// a Config built in code may not. `throttled config schema` publishes them
+// (Bound.Schema). Relations between fields (lease_ttl > period, min_limit ≤
+// max_limit) are checked in validate.
 var configLimits = map[string]policy.Bound{
 	"upstream_timeout":                      policy.Durations(time.Millisecond, time.Hour),
 	"max_body_bytes":                        saying(policy.AtLeast(0), "want a positive number of bytes (0: the default, 10 MiB)"),
@@ -24,7 +26,7 @@ var configLimits = map[string]policy.Bound{
 	"fallback.deadline":                     policy.Durations(0, 10*time.Second),
 	"fallback.consecutive_failures":         policy.Between(1, 1000),
 	"fallback.open_timeout":                 policy.Durations(time.Millisecond, time.Hour),
-	"log.level":                             {Enum: []string{"debug", "info", "warn", "error"}},
+	"log.level":                             {Enum: []string{"debug", "info", "warn", "error"}, Required: true},
 	"route_bulkheads.*.limit":               policy.Between(1, 1_000_000),
 	"route_bulkheads.*.queue":               policy.AtLeast(0),
 	"bulkheads.*.limit":                     policy.Between(1, 1_000_000),

@@ -152,3 +152,14 @@ func outsideValue(b policy.Bound, prop map[string]any) (string, bool) {
 	}
 	return fmt.Sprint(b.Min - 1), prop["minimum"] == b.Min && prop["maximum"] == nil
 }
+
+// TestValidateWithoutDefaults: a Config built in code without SetDefaults
+// is refused where a bound wants a value a default would fill.
+func TestValidateWithoutDefaults(t *testing.T) {
+	err := (&Config{}).Validate()
+	for _, want := range []string{"log.level: want debug, info, warn or error", "controller.period: want 100ms..1h"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want %q", err, want)
+		}
+	}
+}

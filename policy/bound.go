@@ -23,14 +23,16 @@ type Bound struct {
 	ExclusiveMin, ExclusiveMax bool
 	// MinDur and MaxDur bound a duration (0 MaxDur: none).
 	MinDur, MaxDur time.Duration
-	// Enum lists the values of a string; "" is accepted, as the default.
+	// Enum lists the values of a string; "" is accepted, as the default,
+	// unless Required.
 	Enum []string
 	// Pattern is a regular expression for a string, or for each item of a list.
 	Pattern string
 	// MaxLen bounds the bytes of a string; MinItems and MaxItems a list.
 	MaxLen             int
 	MinItems, MaxItems int
-	// Required fields must be present (and, for numbers, set).
+	// Required fields must be present (and, for numbers and enumerations,
+	// set).
 	Required bool
 	// Msg is the error of a value out of bounds; "" says the bounds (Want).
 	Msg string
@@ -98,8 +100,14 @@ func (b Bound) duration(d time.Duration) bool {
 	return d >= b.MinDur && (b.MaxDur == 0 || d <= b.MaxDur)
 }
 
-// enum reports whether s is "" (the default) or one of b.Enum.
-func (b Bound) enum(s string) bool { return s == "" || len(b.Enum) == 0 || slices.Contains(b.Enum, s) }
+// enum reports whether s is one of b.Enum, or "" (the default) unless b is
+// Required.
+func (b Bound) enum(s string) bool {
+	if s == "" {
+		return !b.Required
+	}
+	return len(b.Enum) == 0 || slices.Contains(b.Enum, s)
+}
 
 var (
 	durationType     = reflect.TypeOf(Duration(0))
@@ -152,7 +160,7 @@ func (b Bound) checkDur(field string, d Duration) error {
 	return nil
 }
 
-// checkEnum accepts "" (the default) or one of b.Enum.
+// checkEnum accepts one of b.Enum, or "" (the default) unless b is Required.
 func (b Bound) checkEnum(field, v string) error {
 	if !b.enum(v) {
 		return fieldErr(field, "%q: %s", v, b.Want())

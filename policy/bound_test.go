@@ -38,6 +38,7 @@ func TestBoundCheck(t *testing.T) {
 		{Durations(0, 10*time.Second), Duration(11 * time.Second), "want at most 10s"},
 		{Bound{Enum: []string{"a", "b", "c"}}, "d", "want a, b or c"},
 		{Bound{Enum: []string{"a", "b", "c"}}, "", ""},
+		{Bound{Enum: []string{"a", "b", "c"}, Required: true}, "", "want a, b or c"},
 	} {
 		if got := tc.b.Check(reflect.ValueOf(tc.v)); got != tc.want {
 			t.Errorf("%+v.Check(%v) = %q, want %q", tc.b, tc.v, got, tc.want)
