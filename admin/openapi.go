@@ -8,7 +8,9 @@ import (
 )
 
 // openAPI is the OpenAPI 3 document of the API, kept in admin/openapi.json.
-// A test checks that it lists exactly the registered routes.
+// Tests check that it lists exactly the registered routes and that its
+// schemas of tiers, rules and pins state exactly the bounds validation
+// applies (policy.Bound, as Bound.Schema publishes them).
 //
 //go:embed openapi.json
 var openAPI []byte

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,138 +12,238 @@ import (
 	"github.com/throttledhq/throttled/policy"
 )
 
-// schemaProp is the part of an OpenAPI 3.0 schema object the field test
-// compares.
-type schemaProp struct {
-	Type                 string                `json:"type"`
-	Minimum              *float64              `json:"minimum"`
-	Maximum              *float64              `json:"maximum"`
-	ExclusiveMaximum     bool                  `json:"exclusiveMaximum"`
-	Enum                 []string              `json:"enum"`
-	Pattern              string                `json:"pattern"`
-	MaxLength            int                   `json:"maxLength"`
-	MinItems             int                   `json:"minItems"`
-	MaxItems             int                   `json:"maxItems"`
-	Items                *schemaProp           `json:"items"`
-	OneOf                []schemaProp          `json:"oneOf"`
-	Description          string                `json:"description"`
-	Required             []string              `json:"required"`
-	Properties           map[string]schemaProp `json:"properties"`
-	AdditionalProperties *bool                 `json:"additionalProperties"`
-}
+type jsonObject = map[string]any
 
-// TestOpenAPIFieldsMatchCode: every field of policy.Tier and policy.Rule is in
-// openapi.json with the type and the limits validation applies (Bound),
-// and openapi.json has no field the code does not know, so the document
-// cannot drift from the code.
-func TestOpenAPIFieldsMatchCode(t *testing.T) {
+// openAPISchemas are the components.schemas of openapi.json.
+func openAPISchemas(t *testing.T) map[string]jsonObject {
+	t.Helper()
 	var doc struct {
 		Components struct {
-			Schemas map[string]schemaProp `json:"schemas"`
+			Schemas map[string]jsonObject `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(openAPI, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc.Components.Schemas
+}
+
+// TestOpenAPIFieldsMatchCode: every field of policy.Tier and policy.Rule
+// (and of each of a rule's limits) is in openapi.json with the type and
+// the bounds validation applies, as policy.Bound.Schema publishes them,
+// and openapi.json has no field the code does not know; a pin's multiplier
+// has policy.MultiplierBound. So the document cannot drift from the code:
+// change a bound in the table and this fails until openapi.json says it.
+func TestOpenAPIFieldsMatchCode(t *testing.T) {
+	schemas := openAPISchemas(t)
 	for _, tc := range []struct {
 		name   string
 		typ    reflect.Type
 		bounds map[string]policy.Bound
 	}{{"Tier", reflect.TypeOf(policy.Tier{}), policy.TierBounds()}, {"Rule", reflect.TypeOf(policy.Rule{}), policy.RuleBounds()}} {
-		s, ok := doc.Components.Schemas[tc.name]
+		s, ok := schemas[tc.name]
 		if !ok {
 			t.Fatalf("openapi.json has no schema %s", tc.name)
 		}
-		checkObject(t, tc.name, "", s, tc.typ, tc.bounds)
+		checkObject(t, schemas, tc.name+".", s, tc.typ, tc.bounds, "")
 	}
+	pin, _ := schemas["PinBody"]["properties"].(jsonObject)
+	checkBounds(t, "PinBody.multiplier", asObject(pin["multiplier"]), policy.MultiplierBound())
 }
 
-func checkObject(t *testing.T, schema, prefix string, s schemaProp, typ reflect.Type, bounds map[string]policy.Bound) {
+// TestOpenAPIPatterns: every pattern in openapi.json is one of the
+// tables' (a tier's name, a rule's path, method or key source).
+func TestOpenAPIPatterns(t *testing.T) {
+	known := map[string]bool{}
+	for _, bounds := range []map[string]policy.Bound{policy.TierBounds(), policy.RuleBounds()} {
+		for _, b := range bounds {
+			known[b.Pattern] = b.Pattern != ""
+		}
+	}
+	var doc any
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case jsonObject:
+			for k, sub := range v {
+				if p, ok := sub.(string); ok && k == "pattern" && !known[p] {
+					t.Errorf("%s: pattern %q is none of policy's bounds", path, p)
+				}
+				walk(path+"."+k, sub)
+			}
+		case []any:
+			for _, sub := range v {
+				walk(path+"[]", sub)
+			}
+		}
+	}
+	walk("", doc)
+}
+
+// checkObject checks s, the schema of typ at field (its $ref followed),
+// whose fields have their bounds in bounds at prefix.
+func checkObject(t *testing.T, schemas map[string]jsonObject, field string, s jsonObject, typ reflect.Type,
+	bounds map[string]policy.Bound, prefix string) {
 	t.Helper()
+	if ref, ok := s["$ref"].(string); ok {
+		s = schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+	}
 	want := map[string]reflect.Type{}
 	for i := 0; i < typ.NumField(); i++ {
-		name := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]
-		want[name] = typ.Field(i).Type
+		want[strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]] = typ.Field(i).Type
 	}
 	if _, ok := bounds[prefix+"name"]; ok && want["name"] == nil { // a tier's name is its key, and a body field
 		want["name"] = reflect.TypeOf("")
 	}
-	if s.Type != "object" || s.AdditionalProperties == nil || *s.AdditionalProperties {
-		t.Errorf("%s%s: type %q, additionalProperties %v: want a closed object", schema, prefix, s.Type, s.AdditionalProperties)
+	if s["type"] != "object" || s["additionalProperties"] != false {
+		t.Errorf("%s: type %v, additionalProperties %v: want a closed object", field, s["type"], s["additionalProperties"])
 	}
-	for name := range s.Properties {
+	props := asObject(s["properties"])
+	for name := range props {
 		if _, ok := want[name]; !ok {
-			t.Errorf("%s.%s%s is in openapi.json, not in the code", schema, prefix, name)
+			t.Errorf("%s%s is in openapi.json, not in the code", field, name)
 		}
 	}
-	var required []string
+	var required, documented []string
 	for name, ft := range want {
-		p, ok := s.Properties[name]
-		if !ok {
-			t.Errorf("%s.%s%s is missing from openapi.json", schema, prefix, name)
-			continue
-		}
 		b := bounds[prefix+name]
 		if b.Required {
 			required = append(required, name)
 		}
-		if ft.Kind() == reflect.Pointer { // an optional object
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct {
-			checkObject(t, schema, prefix+name+".", p, ft, bounds)
+		p, ok := props[name].(jsonObject)
+		if !ok {
+			t.Errorf("%s%s is missing from openapi.json", field, name)
 			continue
 		}
-		checkProp(t, schema+"."+prefix+name, p, ft, b)
+		checkField(t, schemas, field+name, p, ft, bounds, prefix+name+".")
+	}
+	for _, r := range asList(s["required"]) {
+		documented = append(documented, r.(string))
 	}
 	sort.Strings(required)
-	sort.Strings(s.Required)
-	if !reflect.DeepEqual(required, s.Required) && (len(required) > 0 || len(s.Required) > 0) {
-		t.Errorf("%s%s: required %v in openapi.json, %v in the code", schema, prefix, s.Required, required)
+	sort.Strings(documented)
+	if strings.Join(required, ",") != strings.Join(documented, ",") {
+		t.Errorf("%s: required %v in openapi.json, %v in the code", field, documented, required)
 	}
 }
 
-func checkProp(t *testing.T, field string, p schemaProp, ft reflect.Type, b policy.Bound) {
+// checkField checks p, the schema of a field of type ft with the bound at
+// strings.TrimSuffix(prefix, ".") (and its own fields' at prefix).
+func checkField(t *testing.T, schemas map[string]jsonObject, field string, p jsonObject, ft reflect.Type,
+	bounds map[string]policy.Bound, prefix string) {
 	t.Helper()
-	if ft == reflect.TypeOf(policy.KeySources{}) {
-		if len(p.OneOf) != 2 || p.OneOf[1].Type != "array" || p.OneOf[1].Items == nil {
-			t.Errorf("%s: want oneOf a string or an array", field)
-			return
-		}
-		p = p.OneOf[1]
+	if ft.Kind() == reflect.Pointer { // an optional object
+		ft = ft.Elem()
+	}
+	switch {
+	case ft.Kind() == reflect.Struct:
+		checkObject(t, schemas, field+".", p, ft, bounds, prefix)
+		return
+	case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+		checkObject(t, schemas, field+"[].", asObject(p["items"]), ft.Elem(), bounds, prefix)
 	}
 	wantType := map[reflect.Kind]string{reflect.String: "string", reflect.Int: "integer", reflect.Int64: "integer",
 		reflect.Float64: "number", reflect.Slice: "array", reflect.Bool: "boolean"}[ft.Kind()]
-	if ft == reflect.TypeOf(policy.Duration(0)) {
+	switch ft {
+	case reflect.TypeOf(policy.Duration(0)):
 		wantType = "string"
+	case reflect.TypeOf(policy.KeySources{}):
+		wantType = "" // a string or an array of them
+		if oneOf := asList(p["oneOf"]); len(oneOf) != 2 || asObject(oneOf[1])["type"] != "array" {
+			t.Errorf("%s: want oneOf a string or an array", field)
+		}
 	}
-	if p.Type != wantType {
-		t.Errorf("%s: type %q, want %q", field, p.Type, wantType)
+	if p["type"] != nil || wantType != "" {
+		if p["type"] != wantType {
+			t.Errorf("%s: type %v, want %q", field, p["type"], wantType)
+		}
 	}
-	pattern := p.Pattern
-	if p.Items != nil {
-		pattern = p.Items.Pattern
+	checkBounds(t, field, p, bounds[strings.TrimSuffix(prefix, ".")])
+}
+
+// boundKeywords are the keywords of a schema that policy.Bound.Schema
+// writes, besides the durations at the end of the description.
+var boundKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum", "pattern",
+	"maxLength", "minItems", "maxItems"}
+
+// checkBounds checks that p, an OpenAPI 3.0 schema, states exactly b: its
+// bound keywords (of its items and oneOf too) are those b.Schema adds to p
+// without them, and its description states b's durations.
+func checkBounds(t *testing.T, field string, p jsonObject, b policy.Bound) {
+	t.Helper()
+	got, err := from30(clone(p))
+	if err != nil {
+		t.Errorf("%s: %v", field, err)
+		return
 	}
-	if pattern != b.Pattern || p.MaxLength != b.MaxLen || p.MinItems != b.MinItems || p.MaxItems != b.MaxItems {
-		t.Errorf("%s: pattern %q maxLength %d items %d..%d, want %q %d %d..%d", field, pattern, p.MaxLength,
-			p.MinItems, p.MaxItems, b.Pattern, b.MaxLen, b.MinItems, b.MaxItems)
+	want := b.Schema(withoutBounds(clone(got)))
+	desc, _ := got["description"].(string)
+	delete(got, "description")
+	delete(want, "description")
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Errorf("%s: openapi.json says\n  %s\nthe code's bound\n  %s", field, g, w)
 	}
-	if !reflect.DeepEqual(p.Enum, b.Enum) {
-		t.Errorf("%s: enum %v, want %v", field, p.Enum, b.Enum)
-	}
-	if b.Range != (p.Minimum != nil && p.Maximum != nil) ||
-		b.Range && (*p.Minimum != b.Min || *p.Maximum != b.Max || p.ExclusiveMaximum != b.ExclusiveMax) {
-		t.Errorf("%s: minimum %v maximum %v exclusive %v, want %+v", field, deref(p.Minimum), deref(p.Maximum),
-			p.ExclusiveMaximum, b)
-	}
-	if ft == reflect.TypeOf(policy.Duration(0)) && b.MaxDur > 0 && !strings.Contains(p.Description, b.DurationRange()) {
-		t.Errorf("%s: description %q does not state the range %s", field, p.Description, b.DurationRange())
+	if b.MaxDur > 0 && !slices.Contains(strings.Split(desc, "; "), b.DurationRange()) {
+		t.Errorf("%s: description %q does not state the range %s", field, desc, b.DurationRange())
 	}
 }
 
-func deref(f *float64) any {
-	if f == nil {
-		return nil
+// from30 writes OpenAPI 3.0's exclusive bounds ("maximum": 1,
+// "exclusiveMaximum": true) as draft 2020-12 does ("exclusiveMaximum": 1),
+// in s and its items and oneOf.
+func from30(s jsonObject) (jsonObject, error) {
+	for _, k := range [][2]string{{"minimum", "exclusiveMinimum"}, {"maximum", "exclusiveMaximum"}} {
+		switch ex := s[k[1]]; {
+		case ex == true && s[k[0]] != nil:
+			s[k[1]] = s[k[0]]
+			delete(s, k[0])
+		case ex == false:
+			delete(s, k[1])
+		case ex != nil:
+			return nil, fmt.Errorf("%s %v: OpenAPI 3.0 wants a boolean, with %s", k[1], ex, k[0])
+		}
 	}
-	return *f
+	for _, sub := range subSchemas(s) {
+		if _, err := from30(sub); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
+
+// withoutBounds deletes the bound keywords of s and its items and oneOf.
+func withoutBounds(s jsonObject) jsonObject {
+	for _, k := range boundKeywords {
+		delete(s, k)
+	}
+	for _, sub := range subSchemas(s) {
+		withoutBounds(sub)
+	}
+	return s
+}
+
+func subSchemas(s jsonObject) []jsonObject {
+	var subs []jsonObject
+	if items, ok := s["items"].(jsonObject); ok {
+		subs = append(subs, items)
+	}
+	for _, o := range asList(s["oneOf"]) {
+		subs = append(subs, asObject(o))
+	}
+	return subs
+}
+
+func clone(s jsonObject) jsonObject {
+	var c jsonObject
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &c)
+	return c
+}
+
+func asObject(v any) jsonObject { o, _ := v.(jsonObject); return o }
+func asList(v any) []any        { l, _ := v.([]any); return l }

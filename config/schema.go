@@ -1,7 +1,6 @@
 package config
 
 import (
-	"math"
 	"reflect"
 
 	"github.com/throttledhq/throttled/policy"
@@ -16,9 +15,10 @@ var (
 	ruleType      = reflect.TypeOf(policy.Rule{})
 )
 
-// configSchema is the JSON Schema of the configuration file, generated from
-// Config by its YAML tags, with the limits validation applies
-// (configLimits, policy.TierBounds, policy.RuleBounds).
+// Schema is the JSON Schema of the configuration file, generated from
+// Config by its YAML tags, with the bounds validation applies
+// (configLimits, policy.TierBounds, policy.RuleBounds), each published by
+// policy.Bound.Schema.
 func Schema() map[string]any {
 	s := schemaOf(reflectConfig, "")
 	s["$schema"] = schemaDraft
@@ -49,7 +49,7 @@ func schemaOf(t reflect.Type, pattern string) map[string]any {
 		for i := 0; i < t.NumField(); i++ {
 			name := yamlName(t.Field(i))
 			p := joinPath(pattern, name)
-			props[name] = withLimit(schemaOf(t.Field(i).Type, p), configLimits[p])
+			props[name] = configLimits[p].Schema(schemaOf(t.Field(i).Type, p))
 		}
 		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
 	case reflect.Map:
@@ -76,29 +76,6 @@ func jsonType(t reflect.Type) string {
 	return "integer"
 }
 
-// withLimit adds l to s.
-func withLimit(s map[string]any, l limit) map[string]any {
-	if len(l.enum) > 0 {
-		s["enum"] = l.enum
-	}
-	if l.maxDur > 0 {
-		s["description"] = s["description"].(string) + "; " + shortDur(l.minDur) + ".." + shortDur(l.maxDur)
-	}
-	lo, hi := "minimum", "maximum"
-	if l.exclusive {
-		lo, hi = "exclusiveMinimum", "exclusiveMaximum"
-	}
-	if l.max != 0 || l.min != 0 { // a numeric limit
-		if !math.IsInf(l.min, 0) {
-			s[lo] = l.min
-		}
-		if !math.IsInf(l.max, 0) {
-			s[hi] = l.max
-		}
-	}
-	return s
-}
-
 // boundObject is the schema of policy.Tier or policy.Rule with the limits the
 // admin API validates.
 func boundObject(t reflect.Type, bounds map[string]policy.Bound, prefix string) map[string]any {
@@ -111,15 +88,7 @@ func boundObject(t reflect.Type, bounds map[string]policy.Bound, prefix string) 
 		if b.Required {
 			required = append(required, name)
 		}
-		if ft := f.Type; ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct { // an optional object
-			props[name] = boundObject(ft.Elem(), bounds, prefix+name+".")
-			continue
-		}
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-			props[name] = boundObject(f.Type, bounds, prefix+name+".")
-			continue
-		}
-		props[name] = withBound(schemaOf(f.Type, ""), b)
+		props[name] = b.Schema(boundField(f.Type, bounds, prefix+name+"."))
 	}
 	s := map[string]any{"type": "object", "additionalProperties": false, "properties": props}
 	if len(required) > 0 {
@@ -128,36 +97,17 @@ func boundObject(t reflect.Type, bounds map[string]policy.Bound, prefix string) 
 	return s
 }
 
-// withBound adds b to s.
-func withBound(s map[string]any, b policy.Bound) map[string]any {
-	if oneOf, ok := s["oneOf"].([]any); ok { // a string or a list of them
-		withBound(oneOf[0].(map[string]any), policy.Bound{Pattern: b.Pattern})
-		withBound(oneOf[1].(map[string]any), b)
-		return s
+// boundField is the schema of a field of type t of policy.Tier or
+// policy.Rule, whose own fields (an object's; a list of objects', of each)
+// have their bounds in bounds at prefix.
+func boundField(t reflect.Type, bounds map[string]policy.Bound, prefix string) map[string]any {
+	switch {
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct: // an optional object
+		return boundObject(t.Elem(), bounds, prefix)
+	case t.Kind() == reflect.Struct && t != durationType:
+		return boundObject(t, bounds, prefix)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		return map[string]any{"type": "array", "items": boundObject(t.Elem(), bounds, prefix)}
 	}
-	if b.Range {
-		s["minimum"] = b.Min
-		s[map[bool]string{false: "maximum", true: "exclusiveMaximum"}[b.ExclusiveMax]] = b.Max
-	}
-	if len(b.Enum) > 0 {
-		s["enum"] = b.Enum
-	}
-	if b.MaxDur > 0 {
-		s["description"] = s["description"].(string) + "; " + b.DurationRange()
-	}
-	if b.MaxLen > 0 {
-		s["maxLength"] = b.MaxLen
-	}
-	if b.MinItems > 0 {
-		s["minItems"] = b.MinItems
-	}
-	if b.MaxItems > 0 {
-		s["maxItems"] = b.MaxItems
-	}
-	if items, ok := s["items"].(map[string]any); ok && b.Pattern != "" {
-		items["pattern"] = b.Pattern
-	} else if b.Pattern != "" {
-		s["pattern"] = b.Pattern
-	}
-	return s
+	return schemaOf(t, "")
 }

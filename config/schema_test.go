@@ -11,6 +11,7 @@ import (
 
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // schemaAt follows a path of property names through a schema ("*" for a
@@ -56,12 +57,13 @@ func TestSchemaPrinted(t *testing.T) {
 	beta := schemaAt(t, s, "tiers", "*", "beta")
 	key := schemaAt(t, s, "rules", "[]", "key")
 	period := schemaAt(t, s, "controller", "period")
+	limit := schemaAt(t, s, "rules", "[]", "limits", "[]", "limit")
 	if rate["type"] != "integer" || rate["minimum"] != 1.0 || rate["maximum"] != float64(limiter.MaxLimit) ||
 		beta["exclusiveMaximum"] != 1.0 || key["oneOf"] == nil ||
-		!strings.Contains(period["description"].(string), "100ms..1h") ||
+		!strings.Contains(period["description"].(string), "100ms..1h") || limit["minimum"] != 1.0 ||
 		schemaAt(t, s, "controller", "error_ratio_target")["exclusiveMinimum"] != 0.0 ||
 		!reflect.DeepEqual(schemaAt(t, s, "log", "level")["enum"], []any{"debug", "info", "warn", "error"}) {
-		t.Fatalf("rate %v, beta %v, key %v, controller.period %v", rate, beta, key, period)
+		t.Fatalf("rate %v, beta %v, key %v, controller.period %v, limits[].limit %v", rate, beta, key, period, limit)
 	}
 	if req := schemaAt(t, s, "rules", "[]")["required"]; !reflect.DeepEqual(req, []any{"name", "match", "key"}) {
 		t.Fatalf("rules required %v", req)
@@ -92,39 +94,72 @@ func TestSchemaCoversEveryField(t *testing.T) {
 	walk(reflectConfig, Schema(), "")
 }
 
-// TestSchemaLimitsAreValidation: every limit of configLimits on a plain
+// TestSchemaLimitsAreValidation: every bound of configLimits on a plain
 // field is in the schema, and validation refuses a value just outside it,
-// at its path: the schema and config check read one table.
+// at its path, in the words the bound says: the schema and config check
+// read one table.
 func TestSchemaLimitsAreValidation(t *testing.T) {
 	s := Schema()
-	for pattern, l := range configLimits {
+	for pattern, b := range configLimits {
 		if strings.Contains(pattern, "*") {
 			continue
 		}
 		prop := schemaAt(t, s, strings.Split(pattern, ".")...)
-		bad, inSchema := outsideValue(l, prop)
+		bad, inSchema := outsideValue(b, prop)
 		if !inSchema {
-			t.Errorf("%s: limit %+v not in the schema %v", pattern, l, prop)
+			t.Errorf("%s: bound %+v not in the schema %v", pattern, b, prop)
 		}
-		env := "THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad
-		_, err := Parse([]byte(testenv.ReadmeConfig), []string{env})
-		if err == nil || !strings.Contains(err.Error(), ": "+pattern+": "+l.message()) {
-			t.Errorf("%s: %v, want an error at %s", env, err, pattern)
+		src, env := testenv.ReadmeConfig, []string{"THROTTLED_" + strings.ToUpper(strings.ReplaceAll(pattern, ".", "_")) + "=" + bad}
+		if !strings.Contains(pattern, ".") { // a top-level field, maybe not one the environment sets
+			src, env = src+pattern+": "+bad+"\n", nil
+		}
+		_, err := Parse([]byte(src), env)
+		if msg, ok := limitMessages[pattern]; ok && b.Want() != msg {
+			t.Errorf("%s: says %q, want %q", pattern, b.Want(), msg)
+		}
+		if err == nil || !strings.Contains(err.Error(), ": "+pattern+": "+b.Want()) {
+			t.Errorf("%s=%s: %v, want an error at %s", pattern, bad, err, pattern)
 		}
 	}
 }
 
-// outsideValue is a value just outside l, and whether prop states l.
-func outsideValue(l limit, prop map[string]any) (string, bool) {
+// limitMessages pins what validation says of a value out of the file's
+// bounds (policy.Bound.Want), one of each kind.
+var limitMessages = map[string]string{
+	"upstream_timeout":              "want 1ms..1h",
+	"fallback.deadline":             "want at most 10s",
+	"fallback.instances":            "want 0..10000",
+	"controller.saturation_target":  "must not be negative",
+	"log.level":                     "want debug, info, warn or error",
+	"identity.ipv6_prefix":          "want 1..128 (0: 64)",
+	"max_body_bytes":                "want a positive number of bytes (0: the default, 10 MiB)",
+	"controller.error_ratio_target": "want a ratio in (0, 1)",
+}
+
+// outsideValue is a value just outside b, and whether prop states b.
+func outsideValue(b policy.Bound, prop map[string]any) (string, bool) {
 	switch {
-	case len(l.enum) > 0:
-		return "nope", reflect.DeepEqual(prop["enum"], l.enum)
-	case l.maxDur > 0:
-		return (l.maxDur + 1).String(), strings.Contains(prop["description"].(string), shortDur(l.maxDur))
-	case l.exclusive:
-		return fmt.Sprint(l.max), prop["exclusiveMaximum"] == l.max && prop["exclusiveMinimum"] == l.min
-	case !math.IsInf(l.max, 1):
-		return fmt.Sprint(l.max + 1), prop["maximum"] == l.max && prop["minimum"] == l.min
+	case len(b.Enum) > 0:
+		return "nope", reflect.DeepEqual(prop["enum"], b.Enum)
+	case b.MaxDur > 0:
+		return (b.MaxDur + 1).String(), strings.HasSuffix(prop["description"].(string), "; "+b.DurationRange())
+	case !b.Range || b.Pattern != "" || b.MaxLen > 0 || b.MinItems > 0 || b.MaxItems > 0:
+		return "", false // not a bound of the file's own fields (Bound.Check applies none of it)
+	case b.ExclusiveMin && b.ExclusiveMax:
+		return fmt.Sprint(b.Max), prop["exclusiveMaximum"] == b.Max && prop["exclusiveMinimum"] == b.Min
+	case !math.IsInf(b.Max, 1):
+		return fmt.Sprint(b.Max + 1), prop["maximum"] == b.Max && prop["minimum"] == b.Min
 	}
-	return fmt.Sprint(l.min - 1), prop["minimum"] == l.min
+	return fmt.Sprint(b.Min - 1), prop["minimum"] == b.Min && prop["maximum"] == nil
+}
+
+// TestValidateWithoutDefaults: a Config built in code without SetDefaults
+// is refused where a bound wants a value a default would fill.
+func TestValidateWithoutDefaults(t *testing.T) {
+	err := (&Config{}).Validate()
+	for _, want := range []string{"log.level: want debug, info, warn or error", "controller.period: want 100ms..1h"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want %q", err, want)
+		}
+	}
 }

@@ -58,9 +58,6 @@ func (c *Config) validate() []fieldErr {
 		}
 	}
 	errs = append(errs, c.checkLimits()...)
-	if c.MaxBodyBytes < 0 {
-		add("max_body_bytes", "want a positive number of bytes (0: the default, 10 MiB)")
-	}
 	errs = append(errs, c.validateController()...)
 	if _, err := GradientSettings(&c.Concurrency); err != nil {
 		errs = append(errs, fieldErr{"concurrency", err.Error()})

@@ -6,11 +6,13 @@
 //     rules and assignments are a Config too);
 //   - the one validator of a Config (ValidateConfig, ConfigErrors), naming
 //     each problem's field ("tiers.free.rate", "rules[2].key"), and the one
-//     table of bounds of its fields (TierBounds, RuleBounds: Bound), which
-//     the configuration's JSON Schema and the admin API's OpenAPI document
-//     are checked against. The lists, patterns and bounds it shares with
-//     enforcement are limiter's, limiter/enforce's and limiter/multiplier's,
-//     read from there;
+//     table of bounds of its fields (TierBounds, RuleBounds, MultiplierBound).
+//     Bound is the one bounds type: it checks a value, says what it wants and
+//     publishes itself in JSON Schema (Bound.Schema); the configuration file's
+//     own bounds are Bounds too, and the configuration's JSON Schema and the
+//     admin API's OpenAPI document are checked against them. The lists,
+//     patterns and bounds it shares with enforcement are limiter's,
+//     limiter/enforce's and limiter/multiplier's, read from there;
 //   - Compile: a Config to the enforce.Policy that enforcement runs;
 //   - the versioned store of the document (Store: RedisStore, MemoryStore),
 //     its reads and writes for a process (Doc, Load, Replace) and the

@@ -26,34 +26,10 @@ const (
 	MaxPinTTL      = 30 * 24 * time.Hour
 )
 
-// Bound is the rule validation applies to one field of a Tier or a Rule.
-// Validation reads it, the configuration's JSON Schema (`throttled config
-// schema`) is generated from it and a test checks openapi.json against it,
-// so that a limit is written once. Zero fields mean no constraint.
-type Bound struct {
-	// Min and Max bound a number, inclusively, when Range is set; with
-	// ExclusiveMax, Max itself is refused.
-	Min, Max     float64
-	Range        bool
-	ExclusiveMax bool
-	// MinDur and MaxDur bound a duration (0 MaxDur: none).
-	MinDur, MaxDur time.Duration
-	// Enum lists the values of a string ("" means the first).
-	Enum []string
-	// Pattern is a regular expression for a string, or for each item of a list.
-	Pattern string
-	// MaxLen bounds the bytes of a string; MinItems and MaxItems a list.
-	MaxLen             int
-	MinItems, MaxItems int
-	// Required fields must be present (and, for numbers, set).
-	Required bool
-}
-
-func rng(lo, hi float64) Bound { return Bound{Min: lo, Max: hi, Range: true} }
-
 // unit is the Bound of an AIMD parameter: 0 (the default) or within r.
 func unit(r multiplier.Range) Bound {
-	return Bound{Min: 0, Max: r.Max, Range: true, ExclusiveMax: r.Open}
+	return Bound{Min: 0, Max: r.Max, Range: true, ExclusiveMax: r.Open,
+		Msg: "want a number in " + r.String() + ", or 0 for the default"}
 }
 
 // pathPattern is a rule's match.path; the other patterns are enforce's.
@@ -75,17 +51,18 @@ var (
 )
 
 // tierBounds and ruleBounds are the limits of the fields of a Tier and a
-// Rule, by their JSON and YAML names.
+// Rule, by their JSON and YAML names ("match.path" for a field of Match,
+// "limits.period" for one of each Limit of Limits).
 var (
 	tierBounds = map[string]Bound{
 		"name":      {Pattern: enforce.NamePattern},
 		"rate":      {Min: 1, Max: limiter.MaxLimit, Range: true, Required: true},
 		"period":    {MinDur: limiter.MinPeriod, MaxDur: limiter.MaxPeriod, Required: true},
-		"burst":     rng(0, limiter.MaxLimit),
+		"burst":     Between(0, limiter.MaxLimit),
 		"algorithm": {Enum: algorithms},
 		"align":     {Enum: aligns},
 		"unlimited": {},
-		"priority":  rng(0, enforce.MaxPriority),
+		"priority":  Between(0, enforce.MaxPriority),
 		"alpha":     unit(multiplier.AlphaRange),
 		"beta":      unit(multiplier.BetaRange),
 		"floor":     unit(multiplier.FloorRange),
@@ -98,12 +75,17 @@ var (
 		"match.methods":       {Pattern: enforce.MethodPattern, MaxItems: 16},
 		"key":                 {Pattern: enforce.KeySourcePattern, MinItems: 1, MaxItems: MaxKeySources, Required: true},
 		"algorithm":           {Enum: algorithms},
-		"limit":               rng(0, limiter.MaxLimit),
+		"limit":               Between(0, limiter.MaxLimit),
 		"period":              {MinDur: limiter.MinPeriod, MaxDur: limiter.MaxPeriod},
-		"burst":               rng(0, limiter.MaxLimit),
+		"burst":               Between(0, limiter.MaxLimit),
 		"align":               {Enum: aligns},
 		"limits":              {MaxItems: enforce.MaxLimits},
-		"cost":                rng(0, limiter.MaxLimit),
+		"limits.limit":        {Min: 1, Max: limiter.MaxLimit, Range: true, Required: true},
+		"limits.period":       {MinDur: limiter.MinPeriod, MaxDur: limiter.MaxPeriod, Required: true},
+		"limits.burst":        Between(0, limiter.MaxLimit),
+		"limits.algorithm":    {Enum: algorithms},
+		"limits.align":        {Enum: aligns},
+		"cost":                Between(0, limiter.MaxLimit),
 		"hide_client_headers": {},
 		"mode":                {Enum: modes},
 		"max_wait":            {MaxDur: enforce.MaxDelay},
@@ -118,8 +100,15 @@ var (
 func TierBounds() map[string]Bound { return copyBounds(tierBounds) }
 
 // RuleBounds returns the limits of the fields of a Rule, by field name
-// ("match.path" for a field of Match).
+// ("match.path" for a field of Match, "limits.period" for one of each
+// Limit).
 func RuleBounds() map[string]Bound { return copyBounds(ruleBounds) }
+
+// multiplierBound is a pinned multiplier's: (0, 1].
+var multiplierBound = Bound{Min: 0, Max: 1, Range: true, ExclusiveMin: true, Msg: "want a number in (0, 1]"}
+
+// MultiplierBound returns the limits of a pinned multiplier (CheckMultiplier).
+func MultiplierBound() Bound { return multiplierBound }
 
 func copyBounds(m map[string]Bound) map[string]Bound {
 	out := make(map[string]Bound, len(m))
@@ -128,42 +117,6 @@ func copyBounds(m map[string]Bound) map[string]Bound {
 		out[k] = b
 	}
 	return out
-}
-
-// checkInt refuses v outside b's range.
-func (b Bound) checkInt(field string, v int64) error {
-	if v < int64(b.Min) || v > int64(b.Max) {
-		return fieldErr(field, "%d: want %d..%d", v, int64(b.Min), int64(b.Max))
-	}
-	return nil
-}
-
-// checkDur refuses d outside b's durations.
-func (b Bound) checkDur(field string, d Duration) error {
-	if d.D() < b.MinDur || d.D() > b.MaxDur {
-		return fieldErr(field, "%v: want %v..%v", d, b.MinDur, b.MaxDur)
-	}
-	return nil
-}
-
-// checkEnum accepts "" (the default) or one of b.Enum.
-func (b Bound) checkEnum(field, v string) error {
-	if v != "" && !contains(b.Enum, v) {
-		return fieldErr(field, "%q: want %s", v, quoteList(b.Enum))
-	}
-	return nil
-}
-
-// checkUnit accepts 0 (the default) or a finite number in (Min, Max], or
-// in (Min, Max) with ExclusiveMax.
-func (b Bound) checkUnit(field string, v float64) error {
-	if v == 0 {
-		return nil
-	}
-	if r := (multiplier.Range{Max: b.Max, Open: b.ExclusiveMax}); !r.Contains(v) {
-		return fieldErr(field, "%v: want a number in %v, or 0 for the default", v, r)
-	}
-	return nil
 }
 
 // errList collects the problems of a Config, in order.
@@ -176,7 +129,3 @@ func (l *errList) add(errs ...error) {
 		}
 	}
 }
-
-// DurationRange writes b's durations as "1ms..8784h0m0s", as the schemas
-// describe them.
-func (b Bound) DurationRange() string { return b.MinDur.String() + ".." + b.MaxDur.String() }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/throttledhq/throttled/limiter"
-	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
 // checkAlign validates the align of a tier, rule or limit at path p, whose
@@ -55,15 +54,16 @@ func validateLimits(p string, r Rule) []error {
 			errs.add(fieldErr(p+"."+f.name, "set with limits: give each limit its own, in limits"))
 		}
 	}
-	if len(r.Limits) > enforce.MaxLimits {
-		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), enforce.MaxLimits))
-	}
 	b := ruleBounds
+	if n := b["limits"].MaxItems; len(r.Limits) > n {
+		errs.add(fieldErr(p+".limits", "%d limits: at most %d", len(r.Limits), n))
+	}
 	for i, l := range r.Limits {
 		lp := p + ".limits[" + strconv.Itoa(i) + "]"
 		var le errList
-		le.add(rng(1, limiter.MaxLimit).checkInt(lp+".limit", l.Limit), b["algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
-			b["period"].checkDur(lp+".period", l.Period), b["burst"].checkInt(lp+".burst", l.Burst))
+		le.add(checkNum(b["limits.limit"], lp+".limit", l.Limit),
+			b["limits.algorithm"].checkEnum(lp+".algorithm", l.Algorithm),
+			b["limits.period"].checkDur(lp+".period", l.Period), checkNum(b["limits.burst"], lp+".burst", l.Burst))
 		if len(le) == 0 {
 			le.add(checkAlign(lp, l.Align, l.Algorithm, l.Period))
 		}

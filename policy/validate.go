@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -86,9 +85,9 @@ func validateTier(name string, t Tier) []error {
 	if !nameRE.MatchString(name) {
 		errs.add(fieldErr(p+".name", "%q: want 1-64 of [A-Za-z0-9_.-], starting with a letter or digit", name))
 	}
-	errs.add(b["rate"].checkInt(p+".rate", t.Rate), b["period"].checkDur(p+".period", t.Period),
-		b["burst"].checkInt(p+".burst", t.Burst), b["algorithm"].checkEnum(p+".algorithm", t.Algorithm),
-		b["priority"].checkInt(p+".priority", int64(t.Priority)))
+	errs.add(checkNum(b["rate"], p+".rate", t.Rate), b["period"].checkDur(p+".period", t.Period),
+		checkNum(b["burst"], p+".burst", t.Burst), b["algorithm"].checkEnum(p+".algorithm", t.Algorithm),
+		checkNum(b["priority"], p+".priority", int64(t.Priority)))
 	if len(errs) == 0 {
 		errs.add(checkAlign(p, t.Align, t.Algorithm, t.Period))
 	}
@@ -102,7 +101,7 @@ func validateAIMD(p string, t Tier) []error {
 		name string
 		v    float64
 	}{{"alpha", t.Alpha}, {"beta", t.Beta}, {"floor", t.Floor}, {"ceiling", t.Ceiling}} {
-		errs.add(tierBounds[f.name].checkUnit(p+"."+f.name, f.v))
+		errs.add(checkNum(tierBounds[f.name], p+"."+f.name, f.v))
 	}
 	if d := t.WithDefaults(); len(errs) == 0 && d.Floor > d.Ceiling {
 		errs.add(fieldErr(p+".floor", "%v exceeds ceiling %v", d.Floor, d.Ceiling))
@@ -138,7 +137,7 @@ func validateMatch(p string, r Rule) error {
 	case !strings.HasPrefix(path, "/"):
 		return fieldErr(p+".match.path", "%q: must start with /", path)
 	case len(path) > ruleBounds["match.path"].MaxLen:
-		return fieldErr(p+".match.path", "%d bytes: at most %d", len(path), MaxPathLen)
+		return fieldErr(p+".match.path", "%d bytes: at most %d", len(path), ruleBounds["match.path"].MaxLen)
 	case !printable(path) || !pathRE.MatchString(path):
 		return fieldErr(p+".match.path", "%q: no spaces, control characters, ? or #", path)
 	case len(r.Match.Methods) > ruleBounds["match.methods"].MaxItems:
@@ -170,7 +169,7 @@ func validateKeys(p string, r Rule) error {
 func validateLimit(p string, r Rule) []error {
 	b := ruleBounds
 	var errs errList
-	errs.add(b["limit"].checkInt(p+".limit", r.Limit), b["cost"].checkInt(p+".cost", r.Cost))
+	errs.add(checkNum(b["limit"], p+".limit", r.Limit), checkNum(b["cost"], p+".cost", r.Cost))
 	if len(r.Limits) > 0 {
 		return append(errs, validateLimits(p, r)...)
 	}
@@ -190,7 +189,7 @@ func validateLimit(p string, r Rule) []error {
 		return errs
 	}
 	errs.add(b["algorithm"].checkEnum(p+".algorithm", r.Algorithm), b["period"].checkDur(p+".period", r.Period),
-		b["burst"].checkInt(p+".burst", r.Burst))
+		checkNum(b["burst"], p+".burst", r.Burst))
 	if len(errs) == 0 {
 		errs.add(checkAlign(p, r.Align, r.Algorithm, r.Period))
 	}
@@ -222,7 +221,7 @@ func validateLease(p string, r Rule) []error {
 		return nil
 	}
 	var errs errList
-	errs.add(ruleBounds["lease.size"].checkInt(p+".lease.size", l.Size))
+	errs.add(checkNum(ruleBounds["lease.size"], p+".lease.size", l.Size))
 	if b := ruleBounds["lease.ttl"]; l.TTL < 0 || l.TTL.D() > b.MaxDur {
 		errs.add(fieldErr(p+".lease.ttl", "%v: want 0 (1s) ..%v", l.TTL, b.MaxDur))
 	}
@@ -283,10 +282,7 @@ func validatePins(pins map[string]Pin, tiers map[string]Tier) error {
 
 // CheckMultiplier validates a pinned multiplier at field: in (0, 1].
 func CheckMultiplier(field string, v float64) error {
-	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1 {
-		return fieldErr(field, "%v: want a number in (0, 1]", v)
-	}
-	return nil
+	return checkNum(multiplierBound, field, v)
 }
 
 // ValidName reports whether s is a valid name of a tier or a rule (and of
