@@ -27,7 +27,9 @@ import (
 var version = "dev"
 
 func main() {
-	throttled.Version = version
+	if version != "dev" {
+		throttled.Version = version
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -41,7 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return 0
 	case "--version", "-version":
-		fmt.Fprintln(stdout, "throttled", version)
+		fmt.Fprintln(stdout, "throttled", throttled.Version)
 		return 0
 	}
 	cmd, ok := commands()[args[0]]
@@ -64,7 +66,7 @@ func commands() map[string]func(args []string, stdout, stderr io.Writer) error {
 			if err := parseFlags(newFlagSet("version", "", "print the version (also: throttled --version)"), a, o, 0); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintln(o, "throttled", version)
+			_, err := fmt.Fprintln(o, "throttled", throttled.Version)
 			return err
 		},
 	}
