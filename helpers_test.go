@@ -2,10 +2,12 @@ package throttled
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"testing"
 
 	"github.com/throttledhq/throttled/config"
+	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/policy"
 )
 
@@ -55,5 +57,21 @@ func run(t *testing.T, cfg *config.Config) *Instance {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; _ = s.Close() })
+	return s
+}
+
+// onRedis builds the Instance of the configuration src on Redis r,
+// closed when the test ends.
+func onRedis(t *testing.T, r *testenv.Redis, src string) *Instance {
+	t.Helper()
+	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }

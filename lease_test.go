@@ -2,8 +2,6 @@ package throttled
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
@@ -31,21 +28,6 @@ rules:
     limit: ` + strconv.Itoa(limit) + `
     period: 1s
     burst: ` + strconv.Itoa(burst) + "\n" + lease
-}
-
-// leaseStack builds the stack of src on Redis r.
-func leaseStack(t *testing.T, r *testenv.Redis, src string) *Instance {
-	t.Helper()
-	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // admit reports whether s admits one request of API key k.
@@ -75,7 +57,7 @@ func TestLeaseRuleDecidesLocally(t *testing.T) {
 		{"    lease: { size: 20, ttl: 10s }\n", 1, 200/21 + 2},
 		{"", 200, 200},
 	} {
-		s := leaseStack(t, r, leaseConfig(1000, 1000, tc.lease))
+		s := onRedis(t, r, leaseConfig(1000, 1000, tc.lease))
 		if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +80,7 @@ func TestLeaseBoundAcrossInstances(t *testing.T) {
 	const rate, burst, size = 20, 40, 10
 	r := testenv.StartRedis(t)
 	src := leaseConfig(rate, burst, "    lease: { size: 10, ttl: 30s }\n")
-	inst := []*Instance{leaseStack(t, r, src), leaseStack(t, r, src)}
+	inst := []*Instance{onRedis(t, r, src), onRedis(t, r, src)}
 	for _, s := range inst { // exact (the key becomes hot), then a lease of 1 + 10
 		for range 2 {
 			if !admit(t, s, "k") {

@@ -2,14 +2,11 @@ package throttled
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/bulkhead"
-	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 )
@@ -19,14 +16,7 @@ import (
 func TestConfigRedisBreaker(t *testing.T) {
 	r := testenv.StartRedis(t)
 	src := testenv.ReadmeConfig + "fallback:\n  instances: 1\n  consecutive_failures: 2\n  open_timeout: 1m\n"
-	cfg, err := config.Parse([]byte(src), []string{"THROTTLED_REDIS_URL=" + r.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := onRedis(t, r, src)
 	defer s.Close()
 	r.Kill()
 	req := limiter.Request{Key: "k", Rule: limiter.Rule{Name: "r", Limit: 10, Period: time.Second}}
