@@ -162,7 +162,10 @@ func (s *Instance) buildController(ctx context.Context) error {
 		return err
 	}
 	targets := map[signals.Kind]float64{signals.Latency: cc.LatencyTarget.D().Seconds(), signals.ErrorRatio: cc.ErrorRatioTarget}
-	if cc.SaturationTarget > 0 {
+	// Saturation is the inner loops' refused fraction: this instance's own
+	// gauge, or the fleet's through Prometheus; a controller-only replica
+	// on in-process signals has neither.
+	if cc.SaturationTarget > 0 && (s.innerLoop() || s.cfg.Prometheus.URL != "") {
 		targets[signals.Saturation] = cc.SaturationTarget
 	}
 	law, err := controller.NewLaw(config.ControllerSettings(s.cfg, s.cfg.Tiers))
