@@ -153,6 +153,9 @@ func tierRefs(cfg policy.Config, tier string) []string {
 	if cfg.AnonymousTier == tier {
 		refs = append(refs, "anonymous_tier")
 	}
+	if cfg.UnmatchedTier == tier {
+		refs = append(refs, "unmatched_tier")
+	}
 	var keys []string
 	for k, t := range cfg.Assignments {
 		if t == tier {

@@ -72,6 +72,17 @@ func TestTierETagChangesOnEveryWrite(t *testing.T) {
 	want(t, f.do("PUT", "/v1/tiers/free", writeTok, orig, "If-Match", `"x", `+cur), 200)
 }
 
+// TestDeleteUnmatchedTierIsRefused: unmatched_tier is a reference too.
+func TestDeleteUnmatchedTierIsRefused(t *testing.T) {
+	f := newFixture(t, func(s *Settings) { s.Initial.UnmatchedTier = "premium"; s.Initial.Assignments = nil })
+	tag := f.do("GET", "/v1/tiers/premium", readTok, nil).etag()
+	r := f.do("DELETE", "/v1/tiers/premium", writeTok, nil, "If-Match", tag)
+	want(t, r, http.StatusConflict)
+	if r.obj(t)["field"] != "unmatched_tier" {
+		t.Fatalf("DELETE premium: %s, want 409 naming unmatched_tier", r.body)
+	}
+}
+
 func TestDeleteReferencedTierIsRefused(t *testing.T) {
 	f := newFixture(t)
 	for _, c := range []struct{ tier, field string }{

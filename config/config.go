@@ -38,7 +38,8 @@ type Config struct {
 	Rules           []policy.Rule          `yaml:"rules"`
 	DefaultTier     string                 `yaml:"default_tier"`
 	AnonymousTier   string                 `yaml:"anonymous_tier"`
-	Assignments     map[string]string      `yaml:"assignments"` // client key → tier
+	UnmatchedTier   string                 `yaml:"unmatched_tier"` // requests no rule matches; "": the lowest priority
+	Assignments     map[string]string      `yaml:"assignments"`    // client key → tier
 
 	// RLS is Envoy's rate limit service (gRPC), off unless rls.listen is set.
 	RLS RLSConfig `yaml:"rls"`

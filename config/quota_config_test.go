@@ -63,6 +63,7 @@ func TestConfigQuotaErrors(t *testing.T) {
 		{"bad align", strings.Replace(quotaConfig, "align: calendar }", "align: daily }", 1),
 			`rules[0].limits[1].align: "daily": want period or calendar`},
 		{"bad unlimited", strings.Replace(quotaConfig, "unlimited: true", "unlimited: maybe", 1), "unlimited"},
+		{"unmatched_tier naming no tier", quotaConfig + "unmatched_tier: gold\n", `unmatched_tier: no tier named "gold"`},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.edit), nil)

@@ -13,7 +13,7 @@ import (
 // *FieldError values; it does not validate otherwise (ValidateConfig does,
 // compiling too).
 func Compile(c Config) (enforce.Policy, error) {
-	p := enforce.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier}
+	p := enforce.Policy{DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier, UnmatchedTier: c.UnmatchedTier}
 	for _, name := range SortedTiers(c.Tiers) {
 		t := c.Tiers[name].WithDefaults()
 		alg, err := limiter.ParseAlgorithm(t.Algorithm)

@@ -221,10 +221,13 @@ type Lease struct {
 // what a configuration file's tiers, rules and assignments are, and what
 // Compile turns into an enforce.Policy.
 type Config struct {
-	Tiers         map[string]Tier   `json:"tiers" yaml:"tiers"`
-	Rules         []Rule            `json:"rules" yaml:"rules"`
-	DefaultTier   string            `json:"default_tier,omitempty" yaml:"default_tier,omitempty"`
-	AnonymousTier string            `json:"anonymous_tier,omitempty" yaml:"anonymous_tier,omitempty"`
+	Tiers         map[string]Tier `json:"tiers" yaml:"tiers"`
+	Rules         []Rule          `json:"rules" yaml:"rules"`
+	DefaultTier   string          `json:"default_tier,omitempty" yaml:"default_tier,omitempty"`
+	AnonymousTier string          `json:"anonymous_tier,omitempty" yaml:"anonymous_tier,omitempty"`
+	// UnmatchedTier is the tier of requests that match no rule at the
+	// inner loop's gate and the bulkheads; "": the lowest priority.
+	UnmatchedTier string            `json:"unmatched_tier,omitempty" yaml:"unmatched_tier,omitempty"`
 	Assignments   map[string]string `json:"assignments,omitempty" yaml:"assignments,omitempty"`
 }
 

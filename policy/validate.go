@@ -69,7 +69,8 @@ func ownErrors(c Config) errList {
 	for _, name := range sortedKeys(c.Tiers) {
 		errs.add(validateTier(name, c.Tiers[name])...)
 	}
-	for _, f := range []struct{ field, tier string }{{"default_tier", c.DefaultTier}, {"anonymous_tier", c.AnonymousTier}} {
+	for _, f := range []struct{ field, tier string }{{"default_tier", c.DefaultTier}, {"anonymous_tier", c.AnonymousTier},
+		{"unmatched_tier", c.UnmatchedTier}} {
 		if _, ok := c.Tiers[f.tier]; f.tier != "" && !ok {
 			errs.add(fieldErr(f.field, "no tier named %q", f.tier))
 		}
@@ -335,7 +336,7 @@ func compiledField(err error) string {
 	msg := err.Error()
 	m := compiledFieldRE.FindStringSubmatch(msg)
 	if m == nil {
-		for _, f := range []string{"default_tier", "anonymous_tier"} {
+		for _, f := range []string{"default_tier", "anonymous_tier", "unmatched_tier"} {
 			if strings.Contains(msg, f) {
 				return f
 			}

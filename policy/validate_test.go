@@ -74,3 +74,25 @@ func TestCompiledField(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateTierReferences: default_tier, anonymous_tier and
+// unmatched_tier must each name a tier; the error names the field.
+func TestValidateTierReferences(t *testing.T) {
+	for _, field := range []string{"default_tier", "anonymous_tier", "unmatched_tier"} {
+		cfg := testConfig()
+		*map[string]*string{"default_tier": &cfg.DefaultTier, "anonymous_tier": &cfg.AnonymousTier,
+			"unmatched_tier": &cfg.UnmatchedTier}[field] = "gold"
+		var fe *FieldError
+		if err := ValidateConfig(cfg); !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: gold: %v, want an error at %s", field, err, field)
+		}
+		if p, err := Compile(testConfig()); err != nil || p.UnmatchedTier != "" {
+			t.Fatalf("Compile: %+v, %v", p.UnmatchedTier, err)
+		}
+	}
+	cfg := testConfig()
+	cfg.UnmatchedTier = "free"
+	if p, err := Compile(cfg); err != nil || p.UnmatchedTier != "free" {
+		t.Fatalf("Compile of unmatched_tier free: %q, %v", p.UnmatchedTier, err)
+	}
+}

@@ -19,6 +19,7 @@ type compiled struct {
 	rules     []compiledRule
 	tiers     map[string]*Tier
 	def, anon *Tier
+	unmatched *Tier // of requests that match no rule
 }
 
 type compiledRule struct {
@@ -47,6 +48,10 @@ func compile(p *Policy) (*compiled, error) {
 		if c.def == nil || t.Priority > c.def.Priority {
 			c.def = c.tiers[t.Name]
 		}
+	}
+	c.unmatched = c.def // the lowest priority
+	if p.UnmatchedTier != "" {
+		c.unmatched = c.tiers[p.UnmatchedTier]
 	}
 	if p.DefaultTier != "" {
 		c.def = c.tiers[p.DefaultTier]

@@ -162,6 +162,9 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 			break
 		}
 	}
+	if tier == nil { // no rule matched: the stages after the decision take it as the unmatched tier's
+		ps.res.Tier, ps.res.Priority = p.unmatched.Name, p.unmatched.Priority
+	}
 	ps.finish(ctx, tier)
 }
 

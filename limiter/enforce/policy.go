@@ -125,6 +125,10 @@ type Policy struct {
 	Rules         []Rule
 	DefaultTier   string // for believed clients without an assignment; "" = the lowest-priority tier
 	AnonymousTier string // for requests without a believed client key; "" = DefaultTier
+	// UnmatchedTier is the tier of requests that match no rule, for the
+	// stages after the decision (the inner loop's gate takes them at its
+	// priority, its bulkhead holds them); "" = the lowest-priority tier.
+	UnmatchedTier string
 }
 
 // Patterns of a Policy, as regular expressions: Validate applies them, and
@@ -181,7 +185,8 @@ func (p *Policy) Validate() error {
 			bad("tiers[%d].priority %d: want 0..%d", i, t.Priority, MaxPriority)
 		}
 	}
-	for _, f := range []struct{ field, name string }{{"default_tier", p.DefaultTier}, {"anonymous_tier", p.AnonymousTier}} {
+	for _, f := range []struct{ field, name string }{{"default_tier", p.DefaultTier}, {"anonymous_tier", p.AnonymousTier},
+		{"unmatched_tier", p.UnmatchedTier}} {
 		if f.name != "" && !seen[f.name] {
 			bad("%s %q: no such tier", f.field, f.name)
 		}

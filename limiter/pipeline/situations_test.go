@@ -56,6 +56,11 @@ var situations = []situation{
 		want: want{status: 503, reason: "shed", rule: "per-key", rateLimit: "3", appCalls: 1}},
 	{name: "a path no rule matches", run: func(f *fixture) *httptest.ResponseRecorder { return f.get("/health", 1) },
 		want: want{status: 200, rateLimit: "999", appCalls: 1, remaining: "2"}},
+	// A request no rule matches is the lowest tier's at the gate (it took
+	// priority 0, the top, and counted under no tier).
+	{name: "a path no rule matches, gate congested", handler: true, setup: gateHeld(time.Millisecond),
+		run:  func(f *fixture) *httptest.ResponseRecorder { return f.get("/health", 1) },
+		want: want{status: 503, reason: "shed", rule: "concurrency", counted: true, remaining: "2"}},
 	{name: "gate shed", handler: true, setup: gateHeld(time.Millisecond), run: getItems(1),
 		want: want{status: 503, reason: "shed", rule: "concurrency", counted: true, remaining: "1"}},
 	{name: "client gone at the gate", handler: true, setup: gateHeld(time.Minute), run: goneWhile(waitingAtGate),
