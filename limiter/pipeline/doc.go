@@ -13,7 +13,8 @@
 //     bulkhead's name), no rate-limit headers, and the quota the rules took
 //     is given back: the request was not served, so it does not count.
 //  3. the inner loop's gate (Settings.Gate), entered with the tier's
-//     priority (0, the top, when no rule matched). Shed: 503 "shed" by rule
+//     priority (a request no rule matched: the unmatched tier's, by default
+//     the lowest). Shed: 503 "shed" by rule
 //     "concurrency", no rate-limit headers; the quota stays spent, as for a
 //     shed by the multipliers, so a client over its quota gets 429 whichever
 //     loop sheds.
