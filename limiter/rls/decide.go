@@ -26,6 +26,11 @@ const (
 	EntryTier = "tier"
 )
 
+// MaxEntries bounds the entries of one descriptor (Envoy's actions make a
+// handful); the descriptors of one request are bounded by
+// enforce.MaxQueries.
+const MaxEntries = 32
+
 // ShouldRateLimit decides req: the RateLimitService method.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
 	resp, err := s.decide(ctx, req)
@@ -83,8 +88,11 @@ func storeError(err error) error {
 // queryOf maps one descriptor onto a query (see the package doc).
 func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, error) {
 	var q enforce.Query
-	parts := 0
-	for _, e := range d.GetEntries() {
+	entries := d.GetEntries()
+	if len(entries) > MaxEntries {
+		return q, fmt.Errorf("%d entries: at most %d", len(entries), MaxEntries)
+	}
+	for _, e := range entries {
 		switch k, v := e.GetKey(), e.GetValue(); k {
 		case EntryRule, EntryTier:
 			f := &q.Rule
@@ -96,14 +104,10 @@ func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, er
 			}
 			*f = v
 		default:
-			if parts > 0 {
-				q.Key += "|"
-			}
-			q.Key += v
 			q.Parts = append(q.Parts, v)
-			parts++
 		}
 	}
+	q.Key = strings.Join(q.Parts, "|")
 	switch {
 	case q.Rule == "":
 		return q, fmt.Errorf("no %q entry naming a rule", EntryRule)
