@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +83,10 @@ type Settings struct {
 	// reconnect. It must exceed the deadline. Zero means calls end at the
 	// deadline.
 	CallTimeout time.Duration
+	// Logger gets one line when an episode of fallback decisions starts
+	// (WARN, with the cause) and one when it ends (INFO, with its length
+	// and the count of fallback decisions in it). Nil: no log.
+	Logger *slog.Logger
 	// MaxDetached bounds the calls running past their deadline at once;
 	// beyond it a decision falls back without calling (ErrBusy). Zero
 	// means DefaultMaxDetached. Used only with CallTimeout.
@@ -151,6 +156,7 @@ type Store struct {
 	shared   limiter.Store
 	s        Settings
 	active   atomic.Bool
+	ep       episode      // of active: its transitions, logged
 	calls    sync.Pool    // *sharedCall
 	detached atomic.Int64 // calls running on their own (CallTimeout)
 }
@@ -173,6 +179,7 @@ func New(shared limiter.Store, s Settings, reg prometheus.Registerer) (*Store, e
 		return nil, err
 	}
 	f := &Store{shared: shared, s: s}
+	f.ep = episode{log: s.Logger, now: time.Now, active: &f.active}
 	f.calls.New = func() any { c := &sharedCall{f: f}; c.run = c.decide; return c }
 	if reg != nil {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -232,7 +239,7 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	d, ran, err := f.sharedDecide(ctx, req)
 	switch {
 	case err == nil:
-		f.active.Store(false)
+		f.ep.answered()
 		return d, nil
 	case errors.Is(err, limiter.ErrInvalid):
 		return limiter.Decision{}, err
@@ -242,7 +249,7 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if ran && f.s.Errors != nil {
 		f.s.Errors.CountError(err)
 	}
-	f.active.Store(true)
+	f.ep.fellBack(err)
 	return f.decideLocally(ctx, req)
 }
 
