@@ -30,6 +30,9 @@ type Query struct {
 	// for an empty Key). The caller is trusted to name it.
 	Tier string `json:"tier,omitempty"`
 	Cost int64  `json:"cost,omitempty"` // tokens; 0 means the rule's cost
+	// Peek reads the buckets without spending anything (Cost is ignored):
+	// the answer is allowed, with what remains now.
+	Peek bool `json:"peek,omitempty"`
 }
 
 // Outcome is what one Query got.
@@ -92,8 +95,10 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		ps.res.Tier, ps.res.Priority = best.Name, best.Priority
 	}
 	clear(out)
+	spent := false
 	for i := range qs {
 		q, pl := &qs[i], &plan[i]
+		ps.peek, spent = pl.peek, spent || !pl.peek
 		var who *identity.Client // counted when refused, as an API key: the key may be a secret
 		if q.Key != "" {
 			who = &identity.Client{APIKey: q.Key}
@@ -106,6 +111,9 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		if !more {
 			break
 		}
+	}
+	if !spent { // a check that only peeked spends no tier admission either
+		best = nil
 	}
 	ps.finish(ctx, best)
 	return ps.res, nil
@@ -125,6 +133,7 @@ type planned struct {
 	cr   *compiledRule
 	tier *Tier
 	cost int64
+	peek bool
 }
 
 // plan resolves each query into pl and returns the most important of
@@ -151,10 +160,10 @@ func (c *compiled) plan(qs []Query, lookup TierLookup, u UnassignedKeys, pl []pl
 		if cost == 0 {
 			cost = cr.Cost
 		}
-		if capacity := cr.capacity(t); cost < 0 || max(cost, 1) > capacity {
+		if capacity := cr.capacity(t); !q.Peek && (cost < 0 || max(cost, 1) > capacity) {
 			return nil, bad("cost", "%d: want 1..%d (the capacity of rule %s for tier %s)", cost, capacity, cr.Name, t.Name)
 		}
-		pl[i] = planned{cr: cr, tier: t, cost: cost}
+		pl[i] = planned{cr: cr, tier: t, cost: cost, peek: q.Peek}
 		if best == nil || t.Priority < best.Priority {
 			best = t
 		}
@@ -188,6 +197,7 @@ type pass struct {
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
 	unlimited bool
+	peek      bool // the query being asked only reads its buckets (Query.Peek)
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose
@@ -200,7 +210,8 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 	ps.unlimited = t.Unlimited
 	seen := false
 	for i := range cr.limits() {
-		req := limiter.Request{Key: ps.limitKey(cr, key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name}
+		req := limiter.Request{Key: ps.limitKey(cr, key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name,
+			Peek: ps.peek}
 		di, ok, e := ps.ask(ctx, cr, &req, who)
 		if e != nil {
 			err = e

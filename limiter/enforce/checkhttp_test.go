@@ -149,3 +149,21 @@ func TestCheckEndpointRedisDown(t *testing.T) {
 		{"fallback over limit", body, 429, limiter.OverQuota.String(), fellBack},
 	})
 }
+
+// TestCheckPeek: a query with "peek": true reads the buckets without
+// spending anything, whatever its cost; the next plain check spends.
+func TestCheckPeek(t *testing.T) {
+	h := checkEnforcer(t, limiter.NewMemory(), enforce.Settings{}).CheckHandler()
+	remaining := func(want int64) func(*testing.T, *httptest.ResponseRecorder, enforce.CheckAnswer) {
+		return func(t *testing.T, _ *httptest.ResponseRecorder, a enforce.CheckAnswer) {
+			if !a.Allowed || a.Remaining != want {
+				t.Errorf("answer %+v, want allowed with %d remaining", a, want)
+			}
+		}
+	}
+	runChecks(t, h, []checkStep{
+		{"peek", `{"rule":"per-key","key":"pat","peek":true}`, 200, "", remaining(5)},
+		{"peek again, a cost beyond the bucket", `{"rule":"per-key","key":"pat","peek":true,"cost":99}`, 200, "", remaining(5)},
+		{"spend", `{"rule":"per-key","key":"pat"}`, 200, "", remaining(4)},
+	})
+}

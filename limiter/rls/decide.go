@@ -65,6 +65,8 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv
 	res, err := s.check.CheckKeys(ctx, qs, out)
 	var qe *enforce.QueryError
 	switch {
+	case errors.As(err, &qe) && qe.Field == "cost":
+		return beyondCapacity(len(qs), qe.Index), nil
 	case errors.As(err, &qe):
 		return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %s: %s", qe.Index, qe.Field, qe.Msg)
 	case err != nil:
@@ -73,6 +75,23 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv
 		return nil, storeError(res.Err)
 	}
 	return answer(&res, qs, out), nil
+}
+
+// beyondCapacity answers a request whose descriptor at index asks for more
+// hits than its bucket can ever hold: OVER_LIMIT, as the reference
+// service answers (an INVALID_ARGUMENT, an error, is admitted by Envoy's
+// default failure_mode_deny: false). Nothing was spent.
+func beyondCapacity(n, index int) *rlsv3.RateLimitResponse {
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT,
+		Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)}
+	for i := range resp.Statuses {
+		code := rlsv3.RateLimitResponse_OK
+		if i == index {
+			code = rlsv3.RateLimitResponse_OVER_LIMIT
+		}
+		resp.Statuses[i] = &rlsv3.RateLimitResponse_DescriptorStatus{Code: code}
+	}
+	return resp
 }
 
 // storeError is the answer to a check the store failed on with no
@@ -117,8 +136,8 @@ func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, er
 		return q, errors.New("is_negative_hits is not supported")
 	}
 	q.Cost = int64(hits)
-	if h := d.GetHitsAddend(); h != nil && h.GetValue() > 0 {
-		q.Cost = int64(min(h.GetValue(), math.MaxInt64))
+	if h := d.GetHitsAddend(); h != nil { // set, 0 included: the proto's override
+		q.Cost, q.Peek = int64(min(h.GetValue(), math.MaxInt64)), h.GetValue() == 0
 	}
 	return q, nil
 }
