@@ -4,77 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/internal/testenv"
 )
-
-// built is the throttled binary, built once per test run (TestMain removes
-// its directory). The live tests run it rather than throttled.New in this
-// process: they judge the latency alerts (ThrottledLimiterLatencyHigh must
-// stay quiet on a healthy store), and under the race detector a decision
-// takes several times as long as in production.
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
-
-// throttledBinary builds ./cmd/throttled with the go tool.
-func throttledBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go tool is not on PATH: %w", err)
-			return
-		}
-		if built.dir, built.err = os.MkdirTemp("", "throttled-dashboards-"); built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "throttled")
-		cmd := exec.Command(goTool, "build", "-o", built.path, "./cmd/throttled")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build ./cmd/throttled: %w\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
-}
-
-// cleanEnv is the environment without THROTTLED_* overrides, so the
-// configs under test are read as written.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "THROTTLED_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
 
 // TestComposeThrottledConfigChecks runs the configuration check that
 // `throttled config check` runs (config.LoadChecked) on the
@@ -106,14 +50,11 @@ func TestComposeThrottledConfigChecks(t *testing.T) {
 type instance struct {
 	proxy, admin string // http://127.0.0.1:PORT
 	adminAddr    string // 127.0.0.1:PORT, the scrape target
-	logPath      string
+	logs         testenv.SyncBuffer
 }
 
 func (in *instance) log() string {
-	b, err := os.ReadFile(in.logPath)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
+	b := in.logs.String()
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}
@@ -150,9 +91,10 @@ controller:
 // token rule does not hide what the PromQL tests check.
 const adminToken = "change-me-0123456789"
 
-// startThrottled runs `throttled serve --config F` in front of upstream
-// (liveConfig with extra) and waits until its admin /readyz answers 200;
-// SIGTERM (then SIGKILL) at the end of the test.
+// startThrottled runs a throttled (throttled.New, its admin handler and
+// proxy on loopback listeners) in front of upstream (liveConfig with
+// extra) and waits until its admin /readyz answers 200; it stops at the
+// end of the test.
 func startThrottled(t *testing.T, upstream, extra string) *instance {
 	t.Helper()
 	return startThrottledWith(t, func(proxyPort, adminPort int) string {
@@ -160,31 +102,41 @@ func startThrottled(t *testing.T, upstream, extra string) *instance {
 	})
 }
 
-// startThrottledWith runs serve on the config render returns for two free
-// ports.
+// startThrottledWith runs throttled on the config render returns for two
+// free ports.
 func startThrottledWith(t *testing.T, render func(proxyPort, adminPort int) string) *instance {
 	t.Helper()
-	bin := throttledBinary(t)
-	dir := t.TempDir()
 	proxyPort, adminPort := testenv.FreePort(t), testenv.FreePort(t)
 	in := &instance{proxy: "http://" + testenv.Addr(proxyPort), admin: "http://" + testenv.Addr(adminPort),
-		adminAddr: testenv.Addr(adminPort), logPath: filepath.Join(dir, "throttled.log")}
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(render(proxyPort, adminPort)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(in.logPath)
+		adminAddr: testenv.Addr(adminPort)}
+	cfg, err := config.Parse([]byte(render(proxyPort, adminPort)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--config", cfg)
-	cmd.Env, cmd.Stdout, cmd.Stderr = cleanEnv(), logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start throttled serve: %v", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	th, err := throttled.New(ctx, cfg, throttled.Options{Logger: slog.New(slog.NewJSONHandler(&in.logs, nil))})
+	if err != nil {
+		t.Fatalf("throttled.New: %v", err)
+	}
+	proxy, err := th.Proxy()
+	if err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
-	t.Cleanup(func() { stop(t, cmd.Process, done) })
+	go func() { defer close(done); _ = th.Run(ctx) }()
+	for _, l := range []struct {
+		addr string
+		h    http.Handler
+	}{{cfg.Admin.Listen, th.AdminHandler()}, {cfg.Listen, proxy}} {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: l.h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+	}
+	t.Cleanup(func() { cancel(); <-done; _ = th.Close() })
 	waitReady(t, in, done)
 	return in
 }
@@ -200,17 +152,6 @@ func TestQuickStartConfigServes(t *testing.T) {
 	adminPutAs(t, in, "change-me", "/v1/keys/k1", `{"tier": "free"}`)
 }
 
-func stop(t *testing.T, p *os.Process, done <-chan struct{}) {
-	_ = p.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Errorf("throttled serve did not exit within 15s of SIGTERM; killing it")
-		_ = p.Kill()
-		<-done
-	}
-}
-
 func waitReady(t *testing.T, in *instance, exited <-chan struct{}) {
 	t.Helper()
 	c := &http.Client{Timeout: time.Second}
@@ -218,7 +159,7 @@ func waitReady(t *testing.T, in *instance, exited <-chan struct{}) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
 		case <-exited:
-			t.Fatalf("throttled serve exited before it was ready:\n%s", in.log())
+			t.Fatalf("throttled stopped before it was ready:\n%s", in.log())
 		default:
 		}
 		resp, err := c.Get(in.admin + "/readyz")
@@ -232,7 +173,7 @@ func waitReady(t *testing.T, in *instance, exited <-chan struct{}) {
 		}
 		last = resp.Status
 	}
-	t.Fatalf("throttled serve: %s/readyz not 200 within 30s (last: %s):\n%s", in.admin, last, in.log())
+	t.Fatalf("throttled: %s/readyz not 200 within 30s (last: %s):\n%s", in.admin, last, in.log())
 }
 
 // assign puts key in tier through the admin API.
