@@ -131,7 +131,7 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	// A call slower than the decision's deadline runs on (up to the Redis
 	// timeout) rather than being cut, which would cost its connection.
 	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
-		CallTimeout: s.cfg.Redis.Timeout.D(), Logger: s.log}
+		CallTimeout: s.cfg.Redis.Timeout.D(), Logger: s.redisLogger()}
 	if fs.Instances == 0 && !s.controllerOnly {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {

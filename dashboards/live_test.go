@@ -258,10 +258,14 @@ func checkKeySeries(t *testing.T, api v1.API, checks []keyCheck) {
 // quietAlerts must be neither pending nor firing while one healthy
 // controller leads, the store serves every decision and the test Redis
 // has no maxmemory (noeviction without a limit is safe).
+// ThrottledLimiterLatencyHigh is not among them: whether a decision's p99
+// stays under its 10 ms depends on how busy the test's host is (make test
+// runs packages side by side on two cores, this one under the race
+// detector), so it would be a timed assertion; alerts_test.yml holds it
+// quiet below 10 ms and firing above, with promtool.
 var quietAlerts = []string{"ThrottledControllerLeaderless", "ThrottledControllerSplitBrain",
 	"ThrottledControllerStale", "ThrottledMultipliersStale", "ThrottledFallbackActive",
-	"ThrottledStoreErrors", "ThrottledBreakerOpen", "ThrottledLimiterLatencyHigh",
-	"ThrottledRedisMemoryPolicyRisk"}
+	"ThrottledStoreErrors", "ThrottledBreakerOpen", "ThrottledRedisMemoryPolicyRisk"}
 
 // checkRules requires every rule of alerts.yml to be loaded and evaluated
 // without error, and the quiet ones to be quiet.
