@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,21 +115,10 @@ func (s *Instance) apply(snap policy.Snapshot) {
 		s.log.Error("config not applied; the last good one stays", "version", snap.Version, "err", err)
 		return
 	}
-	assign := make(map[string]string, len(snap.Config.Assignments))
-	for k, v := range snap.Config.Assignments {
-		assign[k] = v
-	}
+	assign := maps.Clone(snap.Config.Assignments)
 	s.tiers.m.Store(&assign)
-	pins := make(map[string]policy.Pin, len(snap.Pins))
-	for k, v := range snap.Pins {
-		pins[k] = v
-	}
-	s.mults.setPins(pins)
-	names := make([]string, 0, len(snap.Config.Tiers))
-	for n := range snap.Config.Tiers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	s.mults.setPins(maps.Clone(snap.Pins))
+	names := slices.Sorted(maps.Keys(snap.Config.Tiers))
 	s.tierList.Store(&names)
 	if s.loop != nil {
 		law, err := controller.NewLaw(config.ControllerSettings(s.cfg, snap.Config.Tiers))

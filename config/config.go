@@ -207,13 +207,13 @@ func (c *Config) defaults() {
 	// Multipliers must outlive a leader change: a leader that dies right
 	// after publishing leaves them unrenewed until its lease expires and a
 	// follower's next tick (up to a jittered period later) publishes again.
-	setDefault(&c.Controller.MultiplierStaleAfter, policy.Duration(MinStaleAfter(&c.Controller)))
+	setDefault(&c.Controller.MultiplierStaleAfter, policy.Duration(minStaleAfter(&c.Controller)))
 	setDefault(&c.Concurrency.Target, c.Controller.LatencyTarget)
 	if c.InnerLoop() {
 		// The outer loop reads the inner loop's saturation, so that a cut
 		// the inner loop holds moves to the multipliers (cascade).
 		setDefault(&c.Controller.SaturationTarget, 0.05)
-		setDefault(&c.Prometheus.SaturationQuery, DefaultSaturationQuery)
+		setDefault(&c.Prometheus.SaturationQuery, defaultSaturationQuery)
 	}
 	setDefault(&c.Concurrency.MaxWait, c.Concurrency.Target/4) // queueing at the limit stays well within the target
 	setDefault(&c.Concurrency.TopMaxWait, 2*c.Concurrency.MaxWait)
@@ -230,7 +230,7 @@ func (c *Config) defaults() {
 // minStaleAfter is the least controller.stale_after that survives a leader
 // failover: lease_ttl + 2 × period (the lease running out, then a follower's
 // jittered tick, with a period to spare).
-func MinStaleAfter(cc *ControllerConfig) time.Duration {
+func minStaleAfter(cc *ControllerConfig) time.Duration {
 	return cc.LeaseTTL.D() + 2*cc.Period.D()
 }
 
@@ -240,14 +240,14 @@ func MinStaleAfter(cc *ControllerConfig) time.Duration {
 // replica runs none whatever this says.
 func (c *Config) InnerLoop() bool { return !c.Concurrency.Disabled }
 
-// DefaultSaturationQuery reads the inner loops' refused fractions.
-const DefaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
+// defaultSaturationQuery reads the inner loops' refused fractions.
+const defaultSaturationQuery = "max(" + controller.SaturationMetric + ")"
 
 // saturationIsRefused reports whether the saturation signal is the inner
 // loop's refused fraction (its own gauge, or the default query of it), which
 // tells the law how much load to keep.
 func (c *Config) SaturationIsRefused() bool {
-	return c.InnerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == DefaultSaturationQuery)
+	return c.InnerLoop() && (c.Prometheus.URL == "" || c.Prometheus.SaturationQuery == defaultSaturationQuery)
 }
 
 func setDefault[T comparable](v *T, def T) {

@@ -81,8 +81,8 @@ func (c *Config) validateController() []fieldErr {
 	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
-	check(cc.MultiplierStaleAfter.D() >= MinStaleAfter(cc), "controller.stale_after",
-		"want at least lease_ttl + 2 × period ("+MinStaleAfter(cc).String()+
+	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
+		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
 			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")
 	for route := range c.RouteBulkheads {
 		check(strings.HasPrefix(route, "/"), "route_bulkheads."+route, "a route is a path prefix starting with /")
