@@ -24,6 +24,7 @@ type keyView struct {
 	Tier          string                `json:"tier,omitempty"`
 	Assigned      bool                  `json:"assigned"`
 	EffectiveTier string                `json:"effective_tier,omitempty"`
+	Anonymous     bool                  `json:"anonymous,omitempty"` // not believed: through the middleware its client is its IP
 	Unlimited     bool                  `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
 	Bucket        []enforce.BucketState `json:"bucket"`
 	BucketError   string                `json:"bucket_error,omitempty"`
@@ -115,7 +116,8 @@ func keyParam(c echo.Context) (string, error) {
 }
 
 // getKey shows a key's tier and its bucket state; an unassigned key shows
-// the tier it falls into (default_tier) and has no ETag.
+// the tier enforcement gives it (the Inspector's KeyTier: the anonymous tier
+// unless identity.unassigned_keys is default_tier) and has no ETag.
 func (sv *Server) getKey(c echo.Context) error {
 	key, err := keyParam(c)
 	if err != nil {
@@ -127,8 +129,10 @@ func (sv *Server) getKey(c echo.Context) error {
 	}
 	tier, ok := snap.Config.Assignments[key]
 	v := keyView{Key: key, Tier: tier, Assigned: ok, EffectiveTier: tier}
-	if !ok {
-		v.EffectiveTier = snap.Config.DefaultTier
+	if !ok && sv.s.Inspector != nil {
+		believed := false
+		v.EffectiveTier, believed = sv.s.Inspector.KeyTier(key)
+		v.Anonymous = !believed
 	}
 	v.Unlimited = snap.Config.Tiers[v.EffectiveTier].Unlimited
 	if sv.s.Inspector != nil {

@@ -11,8 +11,12 @@ import (
 	"github.com/throttledhq/throttled/policy"
 )
 
-// inspector answers with the key it was asked about, or fails.
+// inspector answers with the key it was asked about, or fails; it
+// believes no key, and puts each in the tier "anon:" + key, so that the
+// admin API's effective tier shows it came from here.
 type inspector struct{ fail bool }
+
+func (inspector) KeyTier(key string) (string, bool) { return "anon:" + key, false }
 
 func (i inspector) Inspect(_ context.Context, key string) ([]enforce.BucketState, error) {
 	if i.fail {
@@ -38,7 +42,7 @@ func TestKeysCRUD(t *testing.T) {
 	path := "/v1/keys/" + url.PathEscape(key)
 	r = f.do("GET", path, readTok, nil)
 	want(t, r, 200)
-	if m := r.obj(t); m["assigned"] != false || m["effective_tier"] != "free" || m["key"] != key || r.etag() != "" {
+	if m := r.obj(t); m["assigned"] != false || m["effective_tier"] != "anon:"+key || m["anonymous"] != true || m["key"] != key || r.etag() != "" {
 		t.Fatalf("GET unassigned: %s ETag %q", r.body, r.etag())
 	}
 	r = f.do("PUT", path, writeTok, `{"tier":"premium"}`)

@@ -21,10 +21,13 @@ const DefaultAddr = "127.0.0.1:9091"
 // DefaultMaxBodyBytes bounds request bodies (1 MiB).
 const DefaultMaxBodyBytes = 1 << 20
 
-// BucketInspector reads a client key's current bucket state for
-// GET /v1/keys/{key}: one entry per rule keyed by the client alone
-// (*enforce.Enforcer is one).
+// BucketInspector tells GET /v1/keys/{key} how enforcement sees a client
+// key (*enforce.Enforcer is one): the tier of a request bearing it, whether
+// the key is believed (an unassigned key is anonymous unless
+// identity.unassigned_keys is default_tier), and its current bucket state,
+// one entry per rule keyed by the client alone.
 type BucketInspector interface {
+	KeyTier(key string) (tier string, believed bool)
 	Inspect(ctx context.Context, key string) ([]enforce.BucketState, error)
 }
 
@@ -52,7 +55,8 @@ type Settings struct {
 	// Initial seeds an empty store (version 1). It must be valid. Empty
 	// (the zero Config) seeds nothing: the first write makes version 1.
 	Initial policy.Config
-	// Inspector reads bucket state for GET /v1/keys/{key}. Nil: none shown.
+	// Inspector tells an unassigned key's tier and reads bucket state for
+	// GET /v1/keys/{key}. Nil: neither shown.
 	Inspector BucketInspector
 	// Multipliers reports current multipliers for GET /v1/multipliers.
 	// Nil: every tier shows 1 with source "default" (pins still apply).

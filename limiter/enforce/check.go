@@ -356,9 +356,20 @@ type BucketState struct {
 	ResetAfter time.Duration `json:"reset_after_ns"`
 }
 
+// KeyTier is the tier of a request, check or descriptor that bears client as
+// its API key and nothing else, by the rule every front shares: an assigned
+// key gets its tier; an unassigned one is believed (the default tier) only
+// with UnassignedDefaultTier, and is otherwise anonymous (the anonymous
+// tier; through the middleware its client is then its IP).
+func (e *Enforcer) KeyTier(client string) (tier string, believed bool) {
+	id := &identity.Client{APIKey: client}
+	t := e.policy.Load().tier(id, e.set.Tiers, e.set.UnassignedKeys)
+	return t.Name, id.APIKey != ""
+}
+
 // Inspect reads, without spending anything, the buckets of the rules keyed
 // by the client alone (key sources api_key, client, jwt or one header) for a
-// client key, at that client's tier.
+// client key, at that client's tier (KeyTier's).
 func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
 	p := e.policy.Load()
 	id := &identity.Client{APIKey: client}
