@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter/enforce"
@@ -175,10 +177,27 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	p.s.Logger.Warn("upstream", "err", err)
+	code, msg := upstreamFailure(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(`{"error":"` + msg + `","reason":"upstream_error"}` + "\n"))
+}
+
+// upstreamFailure is the status and the client's account of a failed
+// upstream call: what failed, in a few fixed words that name no address
+// (the log has the whole error).
+func upstreamFailure(err error) (int, string) {
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		w.WriteHeader(http.StatusGatewayTimeout)
-		return
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return http.StatusGatewayTimeout, "upstream sent no response headers in time"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return http.StatusBadGateway, "upstream unreachable: connection refused"
+	case errors.As(err, &dns):
+		return http.StatusBadGateway, "upstream unreachable: host not found"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return http.StatusBadGateway, "upstream closed the connection before answering"
 	}
-	w.WriteHeader(http.StatusBadGateway)
+	return http.StatusBadGateway, "upstream request failed"
 }
