@@ -75,7 +75,8 @@ func overloadRuns(w io.Writer, sc overload.Scenario, ms []overload.Mode, base ov
 		rs := base
 		rs.Mode = m
 		if rows {
-			rs.OnRow = newDemoView(rowsOut, true, base.Backend.Capacity()).row
+			fmt.Fprint(rowsOut, bench.RowsHeader)
+			rs.OnRow = bench.NewView(rowsOut, true).Row
 		}
 		rep, err := overload.Run(ctx, sc, rs)
 		if err != nil && !errors.Is(err, overload.ErrUnreconciled) {

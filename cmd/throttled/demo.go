@@ -62,24 +62,26 @@ func runDemo(ctx context.Context, f demoFlags, w io.Writer) (overload.Report, er
 	if err != nil {
 		return overload.Report{}, err
 	}
-	view := newDemoView(w, f.plain, bs.Capacity())
+	view := bench.NewView(w, f.plain)
 	parts := bench.Parts{RedisURL: f.redisURL, PrometheusURL: f.prometheusURL, AdminListen: f.adminListen}
-	fmt.Fprintf(w, "throttled demo: backend capacity %.0f req/s; premium %.0f req/s, free surging from %.0f to %.0f req/s in the middle third; %v\n",
-		bs.Capacity(), sc.Capacity*0.5, sc.Capacity*0.25, sc.Capacity*2.5, f.duration)
+	intro := fmt.Sprintf("throttled demo, %v: a backend of capacity %.0f req/s (latency target %v);\n"+
+		"premium clients %.0f req/s, free clients %.0f req/s and %.0f in the surge (the\n"+
+		"middle third), one greedy free key %d req/s above its quota. Ctrl-C stops it.\n",
+		f.duration, bs.Capacity(), demoTarget, sc.Capacity*0.5, sc.Capacity*0.25, sc.Capacity*2.5, overload.GreedyExcess)
 	rep, err := overload.Run(ctx, sc, overload.RunSettings{Duration: f.duration, Target: demoTarget,
-		Mode: overload.Controller, Backend: bs, OnRow: view.row,
+		Mode: overload.Controller, Backend: bs, OnRow: view.Row,
 		Stack: func(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
 			st, err := bench.StartStack(ctx, spec, parts)
 			if err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(w, "proxy %s, admin and /metrics %s\n\n", st.URLs()[0], st.Admins()[0])
+			view.Start(intro, st.URLs()[0], st.Admins()[0], bench.AdminToken)
 			return st, nil
 		}})
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, overload.ErrUnreconciled) {
 		return rep, err
 	}
-	view.summary(rep)
+	view.Summary(rep)
 	if errors.Is(err, overload.ErrUnreconciled) {
 		return rep, err
 	}

@@ -37,6 +37,10 @@ func frontHandler(t *throttled.Instance, spec overload.StackSpec) (http.Handler,
 	return nil, fmt.Errorf("%w %s", errFront, spec.Front)
 }
 
+// AdminToken is the write token of the admin API of every instance the
+// bench and the demo start (loopback only).
+const AdminToken = "overload-bench-token"
+
 // stackConfig is the serve configuration of one instance for a scenario
 // and a mode: the scenario's tiers and assignments, one rule per API key;
 // controller mode runs both loops, static only the quotas, off no limiting
@@ -47,8 +51,8 @@ func stackConfig(spec overload.StackSpec, parts Parts, admin string) (*config.Co
 	if spec.Front == overload.Proxy {
 		upstream = spec.Backend
 	}
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nupstream: %q\nadmin:\n  listen: %s\n  tokens:\n    write: overload-bench-token\n",
-		upstream, admin)
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nupstream: %q\nadmin:\n  listen: %s\n  tokens:\n    write: %s\n",
+		upstream, admin, AdminToken)
 	fmt.Fprintf(&b, "redis:\n  url: %q\n", parts.RedisURL)
 	if parts.PrometheusURL != "" {
 		fmt.Fprintf(&b, "prometheus:\n  url: %q\n%s", parts.PrometheusURL, stackQueries)

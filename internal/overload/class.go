@@ -14,16 +14,19 @@ const (
 	OK         Class = iota // any 2xx
 	OverQuota               // 429: the key's quota is spent
 	Backend503              // 503 from the backend itself (MarkerHeader set)
-	Shed                    // 503 from throttled, reason "shed"
+	Shed                    // 503 from throttled, reason "shed", by a rule's multiplier
 	Breaker                 // 503 from throttled, reason "breaker_open"
 	Bulkhead                // 503 from throttled, reason "bulkhead"
+	Capped                  // 503 from throttled, reason "shed", rule "tier_admission": the tier cap
+	Gated                   // 503 from throttled, reason "shed", rule "concurrency": the inner loop's gate
 	Other                   // any other answer, or a 503 without a known reason
 	Failed                  // no answer: transport error or timeout
 	Dropped                 // never sent: the in-flight bound was hit
 	NumClasses
 )
 
-var classNames = [NumClasses]string{"ok", "over_quota", "backend_503", "shed", "breaker", "bulkhead", "other", "failed", "dropped"}
+var classNames = [NumClasses]string{"ok", "over_quota", "backend_503", "shed", "breaker", "bulkhead", "capped", "gated",
+	"other", "failed", "dropped"}
 
 func (c Class) String() string {
 	if c < NumClasses {
@@ -38,7 +41,8 @@ const MarkerHeader = "X-Backend-Overloaded"
 
 // Classify classifies an answer from its status, headers and (for a 503)
 // the start of its body, which throttled fills with a JSON refusal whose
-// "reason" is "shed", "breaker_open" or "bulkhead".
+// "reason" is "shed", "breaker_open" or "bulkhead", and whose "rule" tells
+// the mechanism that shed.
 func Classify(status int, h http.Header, body []byte) Class {
 	switch {
 	case status >= 200 && status < 300:
@@ -50,10 +54,9 @@ func Classify(status int, h http.Header, body []byte) Class {
 	case h.Get(MarkerHeader) != "":
 		return Backend503
 	}
-	reason := reasonOf(body)
-	switch string(reason) {
+	switch string(fieldOf(body, "reason")) {
 	case "shed":
-		return Shed
+		return shedBy(fieldOf(body, "rule"))
 	case "breaker_open":
 		return Breaker
 	case "bulkhead":
@@ -62,14 +65,26 @@ func Classify(status int, h http.Header, body []byte) Class {
 	return Other
 }
 
-// reasonOf is the string value of the "reason" field of a flat JSON
-// object, without decoding the rest (nil if there is none).
-func reasonOf(body []byte) []byte {
-	i := bytes.Index(body, []byte(`"reason"`))
+// shedBy is the class of a shed by the refusal's rule.
+func shedBy(rule []byte) Class {
+	switch string(rule) {
+	case "tier_admission":
+		return Capped
+	case "concurrency":
+		return Gated
+	}
+	return Shed
+}
+
+// fieldOf is the string value of the field name of a flat JSON object,
+// without decoding the rest (nil if there is none).
+func fieldOf(body []byte, name string) []byte {
+	key := `"` + name + `"`
+	i := bytes.Index(body, []byte(key))
 	if i < 0 {
 		return nil
 	}
-	rest := bytes.TrimLeft(body[i+len(`"reason"`):], " \t\r\n")
+	rest := bytes.TrimLeft(body[i+len(key):], " \t\r\n")
 	if len(rest) == 0 || rest[0] != ':' {
 		return nil
 	}

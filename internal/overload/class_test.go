@@ -10,9 +10,11 @@ import (
 	"github.com/throttledhq/throttled/limiter/enforce"
 )
 
-func refusal(status int, reason limiter.Reason) []byte {
+func refusal(status int, reason limiter.Reason) []byte { return refusalBy(status, reason, "per-key") }
+
+func refusalBy(status int, reason limiter.Reason, rule string) []byte {
 	res := enforce.Result{Limited: true, Status: status, Decision: limiter.Decision{Reason: reason},
-		Rule: "per-key", Tier: "free", RetryAfter: 1}
+		Rule: rule, Tier: "free", RetryAfter: 1}
 	return res.Body()
 }
 
@@ -32,6 +34,8 @@ func TestClassify(t *testing.T) {
 		{"204", 204, nil, nil, OK},
 		{"429 over quota", 429, nil, refusal(429, limiter.OverQuota), OverQuota},
 		{"503 shed", 503, nil, refusal(503, limiter.Shed), Shed},
+		{"503 shed by the tier cap", 503, nil, refusalBy(503, limiter.Shed, "tier_admission"), Capped},
+		{"503 shed by the gate", 503, nil, refusalBy(503, limiter.Shed, "concurrency"), Gated},
 		{"503 bulkhead", 503, nil, []byte(`{"error":"service busy, retry later","reason":"bulkhead","retry_after_seconds":2,"tier":"free","rule":""}` + "\n"), Bulkhead},
 		{"503 breaker", 503, nil, []byte(`{"error":"upstream unavailable, retry later","reason":"breaker_open","retry_after_seconds":1}` + "\n"), Breaker},
 		{"503 backend marker", 503, marked, []byte(`{"error":"backend overloaded"}`), Backend503},
@@ -54,13 +58,13 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassString(t *testing.T) {
-	want := []string{"ok", "over_quota", "backend_503", "shed", "breaker", "bulkhead", "other", "failed", "dropped"}
+	want := []string{"ok", "over_quota", "backend_503", "shed", "breaker", "bulkhead", "capped", "gated", "other", "failed", "dropped"}
 	for c := range NumClasses {
 		if c.String() != want[c] {
 			t.Errorf("Class(%d) = %q, want %q", c, c.String(), want[c])
 		}
 	}
-	if s := NumClasses.String(); s != "Class(9)" {
+	if s := NumClasses.String(); s != "Class(11)" {
 		t.Errorf("out of range: %q", s)
 	}
 }

@@ -149,7 +149,7 @@ func phaseReport(rows []Row, p Phase) PhaseReport {
 	}
 	pr := PhaseReport{PremiumAdmittedPct: admitted(&premium), FreeAdmittedPct: admitted(&free),
 		P99MS: round(ms(all.Latency.Quantile(0.99)), 1),
-		Status: Status{Backend503: all.Class[Backend503], Shed: all.Class[Shed], OverQuota: all.Class[OverQuota],
+		Status: Status{Backend503: all.Class[Backend503], Shed: all.Class[Shed] + all.Class[Capped] + all.Class[Gated], OverQuota: all.Class[OverQuota],
 			Breaker: all.Class[Breaker], Bulkhead: all.Class[Bulkhead]}}
 	if capacity > 0 {
 		pr.GoodputRatio = round(float64(all.WithinTarget)/capacity, 3)
