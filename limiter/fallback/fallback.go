@@ -170,7 +170,12 @@ func (s Settings) normalize() (Settings, error) {
 // asking. A shared call given up so is not cut: it runs on, and the guard
 // judges it against the store's own deadline, so that a stalled store
 // opens the breaker whatever its callers' deadlines, and one that answers
-// in time counts as healthy. When the caller's context ends first (it went
+// in time counts as healthy. While a fallback episode runs (FallbackActive)
+// a decision under a deadline, with a Guard, asks the shared store without
+// waiting for it: the
+// guard still sees every call, and the first answer ends the episode; so a
+// request of several rules waits for a failing store once, not per rule.
+// When the caller's context ends first (it went
 // away), Decide returns its error: nobody waits for the answer. When the
 // shared store works again (for a breaker: once it half-opens and a probe
 // succeeds) shared decisions resume by themselves.
@@ -261,6 +266,9 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	wait, bounded := f.sharedWait(ctx)
 	if bounded && wait < MinSharedWait && ctx.Err() == nil {
 		return f.decideLocally(ctx, req) // no time to ask: not the store's failure
+	}
+	if bounded && f.s.Guard != nil && f.active.Load() {
+		wait = 0 // failing: ask (for the guard to see) without waiting
 	}
 	var d limiter.Decision
 	var ran bool

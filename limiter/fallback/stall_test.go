@@ -33,11 +33,20 @@ func (s *slowStore) Decide(ctx context.Context, req limiter.Request) (limiter.De
 	}
 }
 
-// stallBreaker is the store's breaker: deadline 50 ms (fallback.deadline's
-// default), three failures in a row open it for an hour.
+// About time: these tests keep the shape (callers' deadlines
+// shorter than the store's) scaled up tenfold, with a 50 ms Reserve, so
+// that "answered within the caller's deadline" holds on a loaded host under
+// -race; the root package's TestStalledRedisEveryFront runs 10, 20 and 50 ms.
+const (
+	stallDeadline = 500 * time.Millisecond // the store's (fallback.deadline)
+	stallReserve  = 50 * time.Millisecond
+)
+
+// stallBreaker is the store's breaker: deadline stallDeadline, three
+// failures in a row open it for an hour.
 func stallBreaker(t *testing.T) *bulkhead.Breaker {
 	b, err := bulkhead.NewBreaker("redis", bulkhead.BreakerSettings{
-		ConsecutiveFailures: 3, OpenTimeout: time.Hour, Deadline: fbDeadline}, nil)
+		ConsecutiveFailures: 3, OpenTimeout: time.Hour, Deadline: stallDeadline}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +74,15 @@ func decideWithin(t *testing.T, f *fallback.Store, d time.Duration) {
 }
 
 // TestStallShorterThanCallerDeadline: a stalled shared store and callers
-// whose deadlines (10, 20 ms) end before the store's own (50 ms): every
+// whose deadlines (100, 200 ms) end before the store's own (500 ms): every
 // decision comes from the fallback within the caller's deadline, and the
 // calls Redis never answered within the store's deadline open the breaker
 // as failures (an Envoy rate limit service behind a stalled Redis).
 func TestStallShorterThanCallerDeadline(t *testing.T) {
 	for _, callTimeout := range []time.Duration{0, time.Second} {
-		for _, d := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+		for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
 			shared, br := &slowStore{}, stallBreaker(t)
-			f := newFallback(t, shared, fallback.Settings{Guard: br, CallTimeout: callTimeout}, nil)
+			f := newFallback(t, shared, fallback.Settings{Guard: br, CallTimeout: callTimeout, Reserve: stallReserve}, nil)
 			for range 3 {
 				decideWithin(t, f, d)
 			}
@@ -89,20 +98,20 @@ func TestStallShorterThanCallerDeadline(t *testing.T) {
 	}
 }
 
-// TestGaveUpButAnsweredInTimeIsNoFailure: a store that answers in 20 ms,
-// within its 50 ms deadline, is healthy even for callers that could not
-// wait that long (10 ms): they get the fallback, the breaker stays closed.
+// TestGaveUpButAnsweredInTimeIsNoFailure: a store that answers in 200 ms,
+// within its 500 ms deadline, is healthy even for callers that could not
+// wait that long (100 ms): they get the fallback, the breaker stays closed.
 func TestGaveUpButAnsweredInTimeIsNoFailure(t *testing.T) {
-	shared, br := &slowStore{delay: 20 * time.Millisecond}, stallBreaker(t)
-	f := newFallback(t, shared, fallback.Settings{Guard: br, CallTimeout: time.Second}, nil)
+	shared, br := &slowStore{delay: 200 * time.Millisecond}, stallBreaker(t)
+	f := newFallback(t, shared, fallback.Settings{Guard: br, CallTimeout: time.Second, Reserve: stallReserve}, nil)
 	for range 5 {
-		decideWithin(t, f, 10*time.Millisecond)
+		decideWithin(t, f, 100*time.Millisecond)
 	}
-	time.Sleep(2 * fbDeadline) // the given-up calls have ended, answered
+	time.Sleep(stallDeadline) // the given-up calls have ended, answered
 	if s := br.State(); s != bulkhead.StateClosed {
 		t.Fatalf("breaker %v after calls answered within the store's deadline, want closed", s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*stallDeadline)
 	defer cancel()
 	d, err := f.Decide(ctx, limiter.Request{Key: "k", Rule: stallRule})
 	if err != nil || d.Fallback {
@@ -131,14 +140,15 @@ func TestCallerDeadlineTooShortDecidesLocally(t *testing.T) {
 }
 
 // TestStallWithGenerousCallerDeadline: a caller that can wait past the
-// store's deadline waits for it, and the stall counts as a failure.
+// store's deadline gets the fallback, and the stall counts as a failure
+// (the later calls, made during the fallback episode, when they end).
 func TestStallWithGenerousCallerDeadline(t *testing.T) {
 	shared, br := &slowStore{}, stallBreaker(t)
 	f := newFallback(t, shared, fallback.Settings{Guard: br}, nil)
 	for range 3 {
-		decideWithin(t, f, time.Second)
+		decideWithin(t, f, 2*stallDeadline)
 	}
-	if s := br.State(); s != bulkhead.StateOpen {
-		t.Fatalf("breaker %v after 3 stalled calls, want open", s)
-	}
+	testenv.WaitFor(t, time.Second, "the breaker open after 3 stalled calls", func() bool {
+		return br.State() == bulkhead.StateOpen
+	})
 }
