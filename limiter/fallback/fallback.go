@@ -25,6 +25,9 @@ const (
 	// DefaultMaxDetached bounds the shared calls running on past their
 	// decision's deadline (see Settings.CallTimeout).
 	DefaultMaxDetached = 64
+	// DefaultReserve is the most of a caller's time kept for deciding
+	// locally and answering (see Settings.Reserve).
+	DefaultReserve = 10 * time.Millisecond
 )
 
 // ErrBusy is the error of a shared decision not tried because
@@ -91,6 +94,11 @@ type Settings struct {
 	// beyond it a decision falls back without calling (ErrBusy). Zero
 	// means DefaultMaxDetached. Used only with CallTimeout.
 	MaxDetached int
+	// Reserve is the most time kept, of a caller whose context has a
+	// deadline, for deciding locally and answering: the decision waits for
+	// the shared store until the deadline less min(Reserve, half the time
+	// left), then falls back (see Store). Zero means DefaultReserve.
+	Reserve time.Duration
 }
 
 func (s Settings) normalize() (Settings, error) {
@@ -105,6 +113,8 @@ func (s Settings) normalize() (Settings, error) {
 		return s, fmt.Errorf("%w: Settings: set Instances or Counter, not both", ErrBadConfig)
 	case s.DenyRetryAfter < 0:
 		return s, fmt.Errorf("%w: Settings.DenyRetryAfter %v must not be negative", ErrBadConfig, s.DenyRetryAfter)
+	case s.Reserve < 0:
+		return s, fmt.Errorf("%w: Settings.Reserve %v must not be negative", ErrBadConfig, s.Reserve)
 	case s.CallTimeout < 0 || s.MaxDetached < 0:
 		return s, fmt.Errorf("%w: Settings.CallTimeout %v and MaxDetached %d must not be negative",
 			ErrBadConfig, s.CallTimeout, s.MaxDetached)
@@ -116,6 +126,9 @@ func (s Settings) normalize() (Settings, error) {
 	}
 	if s.Deadline == 0 {
 		s.Deadline = DefaultDeadline
+	}
+	if s.Reserve == 0 {
+		s.Reserve = DefaultReserve
 	}
 	if s.Instances == 0 {
 		s.Instances = 1
@@ -148,10 +161,24 @@ func (s Settings) normalize() (Settings, error) {
 //     cannot count for a moment, and 429 would tell it to slow down.
 //
 // Every fallback decision has Decision.Fallback set. Invalid requests are
-// returned as errors (wrapping ErrInvalid) and never reach the guard. When
-// the caller's own context ends, Decide returns its error: nobody waits for
-// the answer. When the shared store works again (for a breaker: once it
-// half-opens and a probe succeeds) shared decisions resume by themselves.
+// returned as errors (wrapping ErrInvalid) and never reach the guard.
+//
+// A decision answers within its caller's deadline: it waits for the shared
+// store until that deadline less min(Settings.Reserve, half the time left),
+// then decides locally (ErrCallerDeadline is the episode's cause); with
+// less than MinSharedWait to wait it decides locally at once, without
+// asking. A shared call given up so is not cut: it runs on, and the guard
+// judges it against the store's own deadline, so that a stalled store
+// opens the breaker whatever its callers' deadlines, and one that answers
+// in time counts as healthy. While a fallback episode runs (FallbackActive)
+// a decision under a deadline, with a Guard, asks the shared store without
+// waiting for it: the
+// guard still sees every call, and the first answer ends the episode; so a
+// request of several rules waits for a failing store once, not per rule.
+// When the caller's context ends first (it went
+// away), Decide returns its error: nobody waits for the answer. When the
+// shared store works again (for a breaker: once it half-opens and a probe
+// succeeds) shared decisions resume by themselves.
 type Store struct {
 	shared   limiter.Store
 	s        Settings
@@ -236,7 +263,21 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if err := req.Normalize(); err != nil {
 		return limiter.Decision{}, err
 	}
-	d, ran, err := f.sharedDecide(ctx, req)
+	wait, bounded := f.sharedWait(ctx)
+	if bounded && wait < MinSharedWait && ctx.Err() == nil {
+		return f.decideLocally(ctx, req) // no time to ask: not the store's failure
+	}
+	if bounded && f.s.Guard != nil && f.active.Load() {
+		wait = 0 // failing: ask (for the guard to see) without waiting
+	}
+	var d limiter.Decision
+	var ran bool
+	var err error
+	if bounded {
+		d, ran, err = f.sharedDecideBy(ctx, req, wait)
+	} else {
+		d, ran, err = f.sharedDecide(ctx, req)
+	}
 	switch {
 	case err == nil:
 		f.ep.answered()
@@ -254,7 +295,8 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 }
 
 // sharedDecide runs one shared decision through the guard (or under the
-// deadline). ran reports whether the shared store was called at all.
+// deadline), for a caller without a deadline. ran reports whether the
+// shared store was called at all.
 func (f *Store) sharedDecide(ctx context.Context, req limiter.Request) (d limiter.Decision, ran bool, err error) {
 	if f.s.Guard == nil {
 		cctx, cancel := context.WithTimeout(ctx, f.s.Deadline)
@@ -262,23 +304,27 @@ func (f *Store) sharedDecide(ctx context.Context, req limiter.Request) (d limite
 		err = f.call(cctx, req, &d)
 		return d, true, err
 	}
-	c := f.calls.Get().(*sharedCall)
-	c.req = req
+	c := f.getCall(req)
 	err = f.s.Guard.Call(ctx, c.run)
 	d, ran = c.d, c.ran
-	*c = sharedCall{f: f, run: c.run}
-	f.calls.Put(c)
+	f.putCall(c)
 	return d, ran, err
 }
 
 // sharedCall carries one decision through Guard.Call without allocating a
-// closure per call; run is c.decide, bound once.
+// closure per call; run is c.decide, bound once. A call that its decision
+// may give up on (sharedDecideBy) also carries its outcome, done, and who
+// owns it after: state goes from callPending to callFinished (the decision
+// reads it) or to callAbandoned (the call's goroutine accounts for it).
 type sharedCall struct {
-	f   *Store
-	run func(context.Context) error
-	req limiter.Request
-	d   limiter.Decision
-	ran bool
+	f     *Store
+	run   func(context.Context) error
+	req   limiter.Request
+	d     limiter.Decision
+	ran   bool
+	err   error
+	done  chan struct{}
+	state atomic.Int32
 }
 
 func (c *sharedCall) decide(ctx context.Context) error {
@@ -286,51 +332,16 @@ func (c *sharedCall) decide(ctx context.Context) error {
 	return c.f.call(ctx, c.req, &c.d)
 }
 
-// call asks the shared store within ctx's deadline, into d. With
-// CallTimeout the store call runs detached (see Settings.CallTimeout).
-func (f *Store) call(ctx context.Context, req limiter.Request, d *limiter.Decision) error {
-	if f.s.CallTimeout == 0 {
-		var err error
-		*d, err = f.shared.Decide(ctx, req)
-		return timeoutErr(ctx, err)
-	}
-	if f.detached.Add(1) > int64(f.s.MaxDetached) {
-		f.detached.Add(-1)
-		return ErrBusy
-	}
-	done := make(chan detachedResult, 1) // the call never blocks on it, waited for or not
-	go f.runDetached(context.WithoutCancel(ctx), req, done)
-	select {
-	case r := <-done:
-		*d = r.d
-		return timeoutErr(ctx, r.err)
-	case <-ctx.Done():
-		return ctx.Err() // the call finishes on its own, and keeps its connection
-	}
+func (f *Store) getCall(req limiter.Request) *sharedCall {
+	c := f.calls.Get().(*sharedCall)
+	c.req = req
+	return c
 }
 
-type detachedResult struct {
-	d   limiter.Decision
-	err error
-}
-
-// runDetached makes one shared call bounded by CallTimeout alone.
-func (f *Store) runDetached(ctx context.Context, req limiter.Request, done chan<- detachedResult) {
-	defer f.detached.Add(-1)
-	ctx, cancel := context.WithTimeout(ctx, f.s.CallTimeout)
-	defer cancel()
-	d, err := f.shared.Decide(ctx, req)
-	done <- detachedResult{d, err}
-}
-
-// timeoutErr makes an error caused by ctx's end wrap ctx.Err(), whatever the
-// client turned it into (go-redis reports an i/o timeout), so that
-// ErrorKind says "timeout".
-func timeoutErr(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ctx.Err(), err)
+func (f *Store) putCall(c *sharedCall) {
+	c.req, c.d, c.ran, c.err, c.done = limiter.Request{}, limiter.Decision{}, false, nil, nil
+	c.state.Store(callPending)
+	f.calls.Put(c)
 }
 
 // decideLocally applies the rule's fallback policy to a normalized request.
