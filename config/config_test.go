@@ -38,7 +38,7 @@ func TestConfigErrorsCarryLines(t *testing.T) {
 	}{
 		{"unknown key", "listen: 127.0.0.1:8080\nlisten_typo: x\n", "unknown key"},
 		{"bad rate", strings.Replace(testenv.ReadmeConfig, "rate: 10,", "rate: -1,", 1), "line 10: tiers.free.rate"},
-		{"bad key source", strings.Replace(testenv.ReadmeConfig, "key: ip", "key: cookie", 1), "line 18"},
+		{"bad key source", strings.Replace(testenv.ReadmeConfig, "key: ip", "key: cookie", 1), "line 19"},
 		{"bad duration", strings.Replace(testenv.ReadmeConfig, "period: 1s, burst: 100", "period: soon, burst: 100", 1), "soon"},
 		{"bad upstream", strings.Replace(testenv.ReadmeConfig, "http://127.0.0.1:8081", "ftp://x", 1), "line 2: upstream"},
 		{"bad token role", strings.Replace(testenv.ReadmeConfig, "write: change-me", "admin: change-me", 1), "line 6: admin.tokens.admin"},

@@ -33,6 +33,7 @@ func TestConfigCheckReportsEveryError(t *testing.T) {
 		`line 19: rules[1].match.path: "x": must start with /`,
 		`line 21: rules[1].mode: "later": want enforce, shadow or delay`,
 		`line 23: fallback.instances: want an integer, got "many"`,
+		`warning: default_tier: not set: clients without an assignment and anonymous ones take the lowest-priority tier, now "premium"; a tier added with a lower priority would take them all: name it`,
 		"THROTTLED_IDENTITY_TRUSTED_PROXIES: identity.trusted_proxies[1]: want a CIDR like 10.0.0.0/8 or an address",
 		`THROTTLED_LISTN: unknown variable; did you mean "THROTTLED_LISTEN"?`,
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
 	"math"
@@ -29,6 +30,9 @@ func (c *Config) warnings(environ []string) []fieldErr {
 	if c.Upstream == "" {
 		out = append(out, fieldErr{"upstream", "not set: no proxy runs (admin API, controller and /metrics only)"})
 	}
+	if w := c.implicitDefaultTier(); w != "" {
+		out = append(out, fieldErr{"default_tier", w})
+	}
 	for _, role := range slices.Sorted(maps.Keys(c.Admin.Tokens)) {
 		if msg := weakToken(c.Admin.Tokens[role]); msg != "" {
 			out = append(out, fieldErr{"admin.tokens." + role, msg})
@@ -43,6 +47,28 @@ func (c *Config) warnings(environ []string) []fieldErr {
 		}
 	}
 	return out
+}
+
+// implicitDefaultTier warns when default_tier is not named among two tiers
+// or more (with one, the admin API warns when a write adds another): its clients
+// (and the anonymous ones, unless anonymous_tier is named) take the
+// lowest-priority tier, so a tier added later with a lower priority takes
+// them all over, silently.
+func (c *Config) implicitDefaultTier() string {
+	if c.DefaultTier != "" || len(c.Tiers) < 2 {
+		return ""
+	}
+	lowest := ""
+	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
+		if lowest == "" || c.Tiers[name].Priority > c.Tiers[lowest].Priority {
+			lowest = name
+		}
+	}
+	who := "clients without an assignment and anonymous ones"
+	if c.AnonymousTier != "" {
+		who = "clients without an assignment"
+	}
+	return fmt.Sprintf("not set: %s take the lowest-priority tier, now %q; a tier added with a lower priority would take them all: name it", who, lowest)
 }
 
 // weakToken says why tok is guessable, or "".

@@ -27,7 +27,7 @@ func TestConfigFlagNamedInErrors(t *testing.T) {
 	}
 	body := func(s string) string { _, rest, _ := strings.Cut(s, "\n"); return rest } // without the count
 	serveReport := strings.Replace(body(errOut.String()), "--listen: listen: want host:port: address nohost: missing port in address\n", "", 1)
-	if serveReport != body(check.String()) || !strings.Contains(check.String(), "13 errors, 1 warning\n") {
+	if serveReport != body(check.String()) || !strings.Contains(check.String(), "13 errors, 2 warnings\n") {
 		t.Fatalf("serve and config check differ:\n%s\n---\n%s", errOut.String(), check.String())
 	}
 }

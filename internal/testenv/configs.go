@@ -20,6 +20,7 @@ redis:
 tiers:
   free:    { rate: 10,  period: 1s, burst: 10,  priority: 1 }
   premium: { rate: 100, period: 1s, burst: 100, priority: 0 }
+default_tier: free   # clients without an assignment; anonymous ones too
 rules:
   - name: per-key
     match: { path: / }
