@@ -30,6 +30,18 @@
 // lease the shared store refuses decides the rest exactly; when that is
 // refused too, the tokens stay held.
 //
+// # In an outage
+//
+// A fallback store (limiter/fallback) raises its local share of a rule to
+// at least a request's cost, so a lease of cost + Size would make each
+// instance admit Size more than its share. When the shared store's answer
+// comes from its fallback (Decision.Fallback), no key leases until an
+// answer comes from the shared store itself: each request is decided with
+// its own cost, and an instance admits its local share, as for a rule that
+// does not lease. A lease the fallback granted as the outage began is
+// dropped (its request is admitted). The tokens a key held when the outage
+// began are still spent: they were spent in the shared store when leased.
+//
 // # What local decisions report
 //
 // Remaining and ResetAfter as an exact decision would (so do the decisions

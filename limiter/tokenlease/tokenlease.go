@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -53,6 +54,11 @@ type Store struct {
 	shared limiter.Store
 	set    Settings
 	seed   maphash.Seed
+	// outage: the shared store's last answer came from its fallback (the
+	// answer's Fallback flag). A fallback's local share is raised to a
+	// request's cost, so a lease would raise it to cost + Size: while it
+	// is set, no key leases, and each request is decided with its own cost.
+	outage atomic.Bool
 	shards [numShards]shard
 }
 
@@ -247,27 +253,34 @@ func (l *lease) take(now time.Time, cost, limit int64) limiter.Decision {
 func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time, held int64) (limiter.Decision, error) {
 	rest := req.Cost - held // > 0: Decide admits from the lease otherwise
 	n := min(s.set.Size, req.Rule.Capacity()-rest)
+	if s.outage.Load() {
+		n = 0
+	}
 	lreq := req
 	lreq.Cost = rest + n
 	var d limiter.Decision
 	var err error
 	if n > 0 {
-		d, err = s.shared.Decide(ctx, lreq)
+		d, err = s.sharedDecide(ctx, lreq)
 	}
 	if n <= 0 || err == nil && !d.Allowed {
 		n, lreq.Cost = 0, rest
-		d, err = s.shared.Decide(ctx, lreq)
+		d, err = s.sharedDecide(ctx, lreq)
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	l.refilled = false
-	if err != nil || !d.Allowed {
+	switch {
+	case err != nil || !d.Allowed:
 		l.tokens += held // not spent: the key keeps them
-	} else {
+	case !d.Fallback:
 		l.tokens += n // seen is now: Decide set it
-	}
+	} // a lease the fallback granted (the outage began meanwhile) is dropped
 	if err != nil {
 		return limiter.Decision{}, err
+	}
+	if d.Fallback { // it reports the local share, not the key's quota
+		return d, nil
 	}
 	c := req.Cost // held and the rest
 	if !d.Allowed {
@@ -282,8 +295,8 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *l
 
 // exact decides req in the shared store and folds the answer into l's view.
 func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time) (limiter.Decision, error) {
-	d, err := s.shared.Decide(ctx, req)
-	if err == nil {
+	d, err := s.sharedDecide(ctx, req)
+	if err == nil && !d.Fallback {
 		sh.mu.Lock()
 		l.view.observe(now, d, spent(&req, d), l.tokens)
 		sh.mu.Unlock()
@@ -295,13 +308,24 @@ func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *le
 // the answer into the view of the key's lease, if any: the tokens held
 // are spent at a multiplier ≥ 1 again.
 func (s *Store) aside(ctx context.Context, req limiter.Request, sh *shard, k leaseKey, now time.Time) (limiter.Decision, error) {
-	d, err := s.shared.Decide(ctx, req)
-	if err == nil {
+	d, err := s.sharedDecide(ctx, req)
+	if err == nil && !d.Fallback {
 		sh.mu.Lock()
 		if l := sh.leases[k]; l != nil && l.rule == req.Rule {
 			l.view.observe(now, d, spent(&req, d), l.tokens)
 		}
 		sh.mu.Unlock()
+	}
+	return d, err
+}
+
+// sharedDecide asks the shared store and notes whether its answer came
+// from its fallback (see Store.outage). Written only when it changes: the
+// flag is read by every renewal.
+func (s *Store) sharedDecide(ctx context.Context, req limiter.Request) (limiter.Decision, error) {
+	d, err := s.shared.Decide(ctx, req)
+	if err == nil && s.outage.Load() != d.Fallback {
+		s.outage.Store(d.Fallback)
 	}
 	return d, err
 }
