@@ -17,6 +17,17 @@
 // (they are not given back: an instance that goes quiet under-admits by
 // at most Size).
 //
+// # The table
+//
+// A lease record is kept for every key decided within TTL, at most
+// Settings.MaxKeys (default 100,000) per store: a new key beyond it evicts
+// the record of the key idle longest, whose unspent tokens are lost as a
+// quiet key's are (under-admission, never over). Each shard keeps its
+// records in the order they were used, so cold records and the one to
+// evict are found at its end: a new key drops a few cold records (never a
+// scan of the shard under its lock). Metrics (NewMetrics) reports
+// throttled_lease_keys and throttled_lease_evictions_total.
+//
 // # When it leases
 //
 // Only while the request's multiplier is ≥ 1 (no shedding: a shed would

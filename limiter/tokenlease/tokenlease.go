@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,13 +26,25 @@ type Settings struct {
 	// decision (while it is used, they do not lapse), and how long it
 	// stays hot after that. 0 means 1 s.
 	TTL time.Duration
+	// MaxKeys bounds the keys the store keeps leases for (each shard keeps
+	// its share, so at most MaxKeys rounded down to a multiple of 64, and
+	// 64 at least). A new key beyond it evicts the lease of the key idle
+	// longest: the tokens it held were spent in the shared store and are
+	// lost (the key under-admits by at most Size, as one gone quiet does).
+	// 0 means DefaultMaxKeys.
+	MaxKeys int
+	// Metrics, if set, counts the store's keys and evictions.
+	Metrics *Metrics
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
 }
 
 func (s Settings) withDefaults() (Settings, error) {
-	if s.Size < 0 || s.TTL < 0 {
-		return s, fmt.Errorf("%w: want Size ≥ 0 and TTL ≥ 0, got %d and %v", ErrBadSettings, s.Size, s.TTL)
+	if s.Size < 0 || s.TTL < 0 || s.MaxKeys < 0 {
+		return s, fmt.Errorf("%w: want Size, TTL and MaxKeys ≥ 0, got %d, %v and %d", ErrBadSettings, s.Size, s.TTL, s.MaxKeys)
+	}
+	if s.MaxKeys == 0 {
+		s.MaxKeys = DefaultMaxKeys
 	}
 	if s.Size == 0 {
 		s.Size = 16
@@ -65,13 +76,15 @@ type Store struct {
 // numShards: a power of two, well above the cores that decide at once.
 const numShards = 64
 
-// shard holds the leases of some keys. Lock rule: mu guards leases, sweep
-// and every *lease in leases; it is never held across a call to shared.
+// shard holds the leases of some keys. Lock rule: mu guards leases, head,
+// tail and every *lease in leases; it is never held across a call to
+// shared.
 type shard struct {
-	mu     sync.Mutex
-	leases map[leaseKey]*lease
-	sweep  time.Time // next sweep of cold leases
-	_      [64]byte  // keeps neighbouring shards' locks off one cache line
+	mu         sync.Mutex
+	leases     map[leaseKey]*lease
+	head, tail *lease   // the leases by when they were seen (table.go)
+	max        int      // the most leases kept
+	_          [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 // shard is the shard of key.
@@ -87,9 +100,11 @@ type lease struct {
 	tokens int64        // unspent (a refill in flight took them: they pay for its request)
 	// seen is the key's last decision here (a spend, or the one that
 	// leased): the key is hot, and its tokens live, until seen + TTL.
-	seen     time.Time
-	refilled bool // a refill is in flight: others decide exactly
-	view          // the key's quota as the decisions made here saw it
+	seen       time.Time
+	refilled   bool   // a refill is in flight: others decide exactly
+	key        string // the key's part of its leaseKey (the rule's is rule.Name)
+	prev, next *lease // the shard's list (table.go)
+	view              // the key's quota as the decisions made here saw it
 }
 
 // view is a key's quota as an exact decision would report it, kept as the
@@ -162,6 +177,10 @@ func New(shared limiter.Store, s Settings) (*Store, error) {
 	st := &Store{shared: shared, set: s, seed: maphash.MakeSeed()}
 	for i := range st.shards {
 		st.shards[i].leases = make(map[leaseKey]*lease)
+		st.shards[i].max = max(1, s.MaxKeys/numShards)
+	}
+	if s.Metrics != nil {
+		s.Metrics.track(st)
 	}
 	return st, nil
 }
@@ -186,24 +205,26 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	l := sh.leases[k]
 	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
 	if known && l.tokens >= req.Cost { // leased since spend looked
-		d := l.take(now, req.Cost, req.Rule.Limit)
+		d := sh.take(l, now, req.Cost, req.Rule.Limit)
 		sh.mu.Unlock()
 		return d, nil
 	}
 	hot := known && !l.refilled
 	var held int64
+	var evicted int
 	switch {
 	case hot: // the request takes the tokens held: refill asks for the rest
 		held, l.tokens = l.tokens, 0
 		l.refilled, l.seen = true, now
-	case !known:
-		sh.sweepLocked(now, s.set.TTL)
-		// seen: hot from now on. The key is copied: a caller's key may share
-		// its bytes with more than the key (enforce builds one buffer).
+		sh.touch(l)
+	case !known: // seen: hot from now on
 		l = newLease(req.Rule, now)
-		sh.leases[leaseKey{k.rule, strings.Clone(k.key)}] = l
+		evicted = sh.insert(k, l, now, s.set.TTL)
 	}
 	sh.mu.Unlock()
+	if evicted > 0 && s.set.Metrics != nil {
+		s.set.Metrics.evictions.Add(float64(evicted))
+	}
 	if !hot {
 		return s.exact(ctx, req, sh, l, now)
 	}
@@ -228,16 +249,17 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 		sh.mu.Unlock()
 		return limiter.Decision{}, false
 	}
-	d := l.take(now, cost, req.Rule.Limit)
+	d := sh.take(l, now, cost, req.Rule.Limit)
 	sh.mu.Unlock()
 	return d, true
 }
 
 // take admits cost from l's tokens (it holds them) at now, under a rule
-// of the given limit. The shard's lock is held.
-func (l *lease) take(now time.Time, cost, limit int64) limiter.Decision {
+// of the given limit. sh.mu is held; l is in sh's map.
+func (sh *shard) take(l *lease, now time.Time, cost, limit int64) limiter.Decision {
 	l.tokens -= cost
 	l.seen = now // the tokens live while the key is used
+	sh.touch(l)
 	l.view.spend(now, cost)
 	rem, reset := l.view.quota(l.tokens)
 	return limiter.Decision{Allowed: true, Reason: limiter.Allowed, Limit: limit, Remaining: rem, ResetAfter: reset}
@@ -340,18 +362,4 @@ func spent(req *limiter.Request, d limiter.Decision) int64 {
 		return 0
 	}
 	return req.Cost
-}
-
-// sweepLocked drops the leases of keys gone cold (not seen within ttl:
-// their tokens ended with it), at most once per ttl. sh.mu is held.
-func (sh *shard) sweepLocked(now time.Time, ttl time.Duration) {
-	if now.Before(sh.sweep) {
-		return
-	}
-	for k, l := range sh.leases {
-		if now.Sub(l.seen) >= ttl && !l.refilled {
-			delete(sh.leases, k)
-		}
-	}
-	sh.sweep = now.Add(ttl)
 }
