@@ -64,9 +64,9 @@ func (sh *shard) remove(l *lease) {
 // drops up to sweepBudget cold leases (not seen within ttl), then, at the
 // shard's cap, evicts the leases idle longest; it returns how many it
 // evicted. sh.mu is held.
-func (sh *shard) insert(k leaseKey, l *lease, now time.Time, ttl time.Duration) (evicted int) {
+func (sh *shard) insert(k leaseKey, l *lease, now instant, ttl time.Duration) (evicted int) {
 	for n := 0; n < sweepBudget && sh.tail != nil; n++ {
-		if c := sh.tail; now.Sub(c.seen) >= ttl && !c.refilled {
+		if c := sh.tail; time.Duration(now-c.seen) >= ttl && !c.refilled {
 			sh.remove(c)
 		} else {
 			break

@@ -65,6 +65,7 @@ type Store struct {
 	shared limiter.Store
 	set    Settings
 	seed   maphash.Seed
+	base   time.Time // instants count from here
 	// outage: the shared store's last answer came from its fallback (the
 	// answer's Fallback flag). A fallback's local share is raised to a
 	// request's cost, so a lease would raise it to cost + Size: while it
@@ -100,7 +101,7 @@ type lease struct {
 	tokens int64        // unspent (a refill in flight took them: they pay for its request)
 	// seen is the key's last decision here (a spend, or the one that
 	// leased): the key is hot, and its tokens live, until seen + TTL.
-	seen       time.Time
+	seen       instant
 	refilled   bool   // a refill is in flight: others decide exactly
 	key        string // the key's part of its leaseKey (the rule's is rule.Name)
 	prev, next *lease // the shard's list (table.go)
@@ -116,22 +117,30 @@ type lease struct {
 // a shared store's answer moves it no sooner than the answer says (less
 // the tokens held here): what other instances spent counts from then on.
 type view struct {
-	at      time.Time
+	at      instant
 	backlog float64 // ns from at until whole
 	per     float64 // ns per token
 	rate    float64 // tokens per ns, 1 / per: a multiply on the local path
 	capa    float64
 }
 
-func newLease(r limiter.Rule, now time.Time) *lease {
+// instant is a time as ns since the store's base: 8 bytes where a
+// time.Time takes 24, in every lease. Times of the store's clock
+// (time.Now's monotonic reading, where it has one) subtract exactly.
+type instant int64
+
+// now is the clock's time as an instant.
+func (s *Store) now() instant { return instant(s.set.Now().Sub(s.base)) }
+
+func newLease(r limiter.Rule, now instant) *lease {
 	per := float64(r.Period) / float64(r.Limit)
 	return &lease{rule: r, seen: now, view: view{at: now, per: per, rate: 1 / per, capa: float64(r.Capacity())}}
 }
 
 // spend moves v to now and spends cost (a refund gives back -cost). Plain
 // comparisons rather than max: this is the local path.
-func (v *view) spend(now time.Time, cost int64) {
-	if el := now.Sub(v.at); el > 0 {
+func (v *view) spend(now instant, cost int64) {
+	if el := now - v.at; el > 0 {
 		v.at = now
 		if v.backlog -= float64(el); v.backlog < 0 {
 			v.backlog = 0
@@ -146,10 +155,10 @@ func (v *view) spend(now time.Time, cost int64) {
 // held tokens were unspent here (spent in the shared store). d's
 // ResetAfter is rounded up to the µs and its Remaining down: the backlog
 // is at most either (Remaining is exact where ResetAfter is not).
-func (v *view) observe(now time.Time, d limiter.Decision, cost, held int64) {
+func (v *view) observe(now instant, d limiter.Decision, cost, held int64) {
 	v.spend(now, cost)
 	shared := min(float64(d.ResetAfter), (v.capa-float64(d.Remaining))*v.per)
-	v.backlog = max(v.backlog, shared-float64(v.at.Sub(now))-float64(held)*v.per)
+	v.backlog = max(v.backlog, shared-float64(v.at-now)-float64(held)*v.per)
 }
 
 // quota is what the key may still spend at v.at (at least the held
@@ -174,7 +183,7 @@ func New(shared limiter.Store, s Settings) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Store{shared: shared, set: s, seed: maphash.MakeSeed()}
+	st := &Store{shared: shared, set: s, seed: maphash.MakeSeed(), base: s.Now()}
 	for i := range st.shards {
 		st.shards[i].leases = make(map[leaseKey]*lease)
 		st.shards[i].max = max(1, s.MaxKeys/numShards)
@@ -197,13 +206,13 @@ func (s *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 	if req.Rule.Algorithm.IsWindow() {
 		return s.shared.Decide(ctx, req)
 	}
-	now, k, sh := s.set.Now(), leaseKey{req.Rule.Name, req.Key}, s.shard(req.Key)
+	now, k, sh := s.now(), leaseKey{req.Rule.Name, req.Key}, s.shard(req.Key)
 	if req.Refund || req.Multiplier < 1 {
 		return s.aside(ctx, req, sh, k, now)
 	}
 	sh.mu.Lock()
 	l := sh.leases[k]
-	known := l != nil && l.rule == req.Rule && now.Sub(l.seen) < s.set.TTL
+	known := l != nil && l.rule == req.Rule && time.Duration(now-l.seen) < s.set.TTL
 	if known && l.tokens >= req.Cost { // leased since spend looked
 		d := sh.take(l, now, req.Cost, req.Rule.Limit)
 		sh.mu.Unlock()
@@ -242,10 +251,10 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 	if cost < 0 || req.Refund || req.Peek || req.Key == "" || !(m == 0 || m >= 1 && m <= math.MaxFloat64) {
 		return limiter.Decision{}, false
 	}
-	now, sh := s.set.Now(), s.shard(req.Key)
+	now, sh := s.now(), s.shard(req.Key)
 	sh.mu.Lock()
 	l := sh.leases[leaseKey{req.Rule.Name, req.Key}]
-	if l == nil || l.rule != req.Rule || now.Sub(l.seen) >= s.set.TTL || l.tokens < cost {
+	if l == nil || l.rule != req.Rule || time.Duration(now-l.seen) >= s.set.TTL || l.tokens < cost {
 		sh.mu.Unlock()
 		return limiter.Decision{}, false
 	}
@@ -256,7 +265,7 @@ func (s *Store) spend(req *limiter.Request) (limiter.Decision, bool) {
 
 // take admits cost from l's tokens (it holds them) at now, under a rule
 // of the given limit. sh.mu is held; l is in sh's map.
-func (sh *shard) take(l *lease, now time.Time, cost, limit int64) limiter.Decision {
+func (sh *shard) take(l *lease, now instant, cost, limit int64) limiter.Decision {
 	l.tokens -= cost
 	l.seen = now // the tokens live while the key is used
 	sh.touch(l)
@@ -272,7 +281,7 @@ func (sh *shard) take(l *lease, now time.Time, cost, limit int64) limiter.Decisi
 // When it refuses that, the rest gets an exact decision, and when that is
 // refused too, the held tokens go back to the lease: tokens leased are
 // spent here or held, never dropped while the key is hot.
-func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time, held int64) (limiter.Decision, error) {
+func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *lease, now instant, held int64) (limiter.Decision, error) {
 	rest := req.Cost - held // > 0: Decide admits from the lease otherwise
 	n := min(s.set.Size, req.Rule.Capacity()-rest)
 	if s.outage.Load() {
@@ -316,7 +325,7 @@ func (s *Store) refill(ctx context.Context, req limiter.Request, sh *shard, l *l
 }
 
 // exact decides req in the shared store and folds the answer into l's view.
-func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *lease, now time.Time) (limiter.Decision, error) {
+func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *lease, now instant) (limiter.Decision, error) {
 	d, err := s.sharedDecide(ctx, req)
 	if err == nil && !d.Fallback {
 		sh.mu.Lock()
@@ -329,7 +338,7 @@ func (s *Store) exact(ctx context.Context, req limiter.Request, sh *shard, l *le
 // aside decides a refund or a shedding req in the shared store, folding
 // the answer into the view of the key's lease, if any: the tokens held
 // are spent at a multiplier ≥ 1 again.
-func (s *Store) aside(ctx context.Context, req limiter.Request, sh *shard, k leaseKey, now time.Time) (limiter.Decision, error) {
+func (s *Store) aside(ctx context.Context, req limiter.Request, sh *shard, k leaseKey, now instant) (limiter.Decision, error) {
 	d, err := s.sharedDecide(ctx, req)
 	if err == nil && !d.Fallback {
 		sh.mu.Lock()
