@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/tokenlease"
@@ -16,18 +17,24 @@ import (
 // setting), every other decision to shared itself. It follows the rules in
 // force: set runs at start and on every admin change.
 type leases struct {
-	shared limiter.Store
-	mu     sync.Mutex                         // serializes set; guards stores
-	stores map[policy.Lease]*tokenlease.Store // kept across changes, so leases survive them
-	cur    atomic.Pointer[leaseRoutes]        // read by every decision
+	shared  limiter.Store
+	metrics *tokenlease.Metrics                // of every store: throttled_lease_keys, throttled_lease_evictions_total
+	mu      sync.Mutex                         // serializes set; guards stores
+	stores  map[policy.Lease]*tokenlease.Store // kept across changes, so leases survive them
+	cur     atomic.Pointer[leaseRoutes]        // read by every decision
 }
 
 type leaseRoutes struct{ limiter.Store }
 
-func newLeases(shared limiter.Store) *leases {
-	l := &leases{shared: shared}
+// newLeases registers the lease table's metrics with reg.
+func newLeases(shared limiter.Store, reg prometheus.Registerer) (*leases, error) {
+	m, err := tokenlease.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	l := &leases{shared: shared, metrics: m}
 	l.cur.Store(&leaseRoutes{shared})
-	return l
+	return l, nil
 }
 
 // Decide routes req by its rule's name.
@@ -51,12 +58,18 @@ func (l *leases) set(rules []policy.Rule) error {
 		ts := l.stores[set]
 		if ts == nil {
 			var err error
-			if ts, err = tokenlease.New(l.shared, tokenlease.Settings{Size: set.Size, TTL: set.TTL.D()}); err != nil {
+			ts, err = tokenlease.New(l.shared, tokenlease.Settings{Size: set.Size, TTL: set.TTL.D(), Metrics: l.metrics})
+			if err != nil {
 				return err
 			}
 		}
 		stores[set] = ts
 		routed = enforce.LeaseRules(routed, ts, ns...)
+	}
+	for set, ts := range l.stores {
+		if stores[set] == nil {
+			_ = ts.Close() // no rule leases so any more: its keys leave the metrics
+		}
 	}
 	l.stores = stores
 	l.cur.Store(&leaseRoutes{routed})

@@ -150,7 +150,9 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.leases = newLeases(fb)
+	if s.leases, err = newLeases(fb, s.reg); err != nil {
+		return err
+	}
 	if err := s.leases.set(s.cfg.Rules); err != nil {
 		return err
 	}

@@ -17,6 +17,17 @@
 // (they are not given back: an instance that goes quiet under-admits by
 // at most Size).
 //
+// # The table
+//
+// A lease record is kept for every key decided within TTL, at most
+// Settings.MaxKeys (default 100,000) per store: a new key beyond it evicts
+// the record of the key idle longest, whose unspent tokens are lost as a
+// quiet key's are (under-admission, never over). Each shard keeps its
+// records in the order they were used, so cold records and the one to
+// evict are found at its end: a new key drops a few cold records (never a
+// scan of the shard under its lock). Metrics (NewMetrics) reports
+// throttled_lease_keys and throttled_lease_evictions_total.
+//
 // # When it leases
 //
 // Only while the request's multiplier is ≥ 1 (no shedding: a shed would
@@ -29,6 +40,18 @@
 // pay for part of its cost, and it leases the rest along with a batch. A
 // lease the shared store refuses decides the rest exactly; when that is
 // refused too, the tokens stay held.
+//
+// # In an outage
+//
+// A fallback store (limiter/fallback) raises its local share of a rule to
+// at least a request's cost, so a lease of cost + Size would make each
+// instance admit Size more than its share. When the shared store's answer
+// comes from its fallback (Decision.Fallback), no key leases until an
+// answer comes from the shared store itself: each request is decided with
+// its own cost, and an instance admits its local share, as for a rule that
+// does not lease. A lease the fallback granted as the outage began is
+// dropped (its request is admitted). The tokens a key held when the outage
+// began are still spent: they were spent in the shared store when leased.
 //
 // # What local decisions report
 //
