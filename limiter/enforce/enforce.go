@@ -236,9 +236,11 @@ func (e *Enforcer) countRefusal(tier string, res *Result, id *identity.Client) {
 
 // note keeps d as the reported decision when it is the most restrictive so
 // far (the least remaining, then the longest reset), a decision of a rule
-// that shows its headers always before one of a rule that hides them.
+// that shows its headers always before one of a rule that hides them. A
+// shadow rule hides them: nobody enforces its limit, so it must not shape
+// clients.
 func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
-	hide := cr.HideHeaders
+	hide := cr.HideHeaders || cr.Mode == ModeShadow
 	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, &d)) {
 		return
 	}

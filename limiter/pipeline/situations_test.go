@@ -49,7 +49,7 @@ var situations = []situation{
 	{name: "redis down: the local fallback decides", setup: (*fixture).redisDown, run: getItems(quota + 1),
 		want: want{status: 429, reason: "over_quota", rule: "per-key", rateLimit: "3", appCalls: quota, remaining: "0"}},
 	{name: "a shadow rule would refuse", setup: shadowRule, run: getItems(2),
-		want: want{status: 200, rateLimit: "1", appCalls: 2, remaining: "0"}}, // the shadow rule is the most restrictive
+		want: want{status: 200, rateLimit: "3", appCalls: 2, remaining: "0"}}, // the enforced rule's: a shadow rule stays out of client headers
 	{name: "tier cap", setup: func(f *fixture) { f.control.rates = map[string]float64{"free": 1} }, run: getItems(2),
 		want: want{status: 503, reason: "shed", rule: enforce.TierAdmissionRule, rateLimit: "1", appCalls: 1}},
 	{name: "multiplier cut", setup: func(f *fixture) { f.control.mults = map[string]float64{"free": 0.01} }, run: getItems(2),
