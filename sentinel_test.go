@@ -18,7 +18,8 @@ type loadEvent struct {
 	allowed, fallback bool
 }
 
-// sentinelLoad decides on one key every 5 ms (200 a second), alternating
+// sentinelLoad decides on one key every 5 ms (at most 200 a second; fewer
+// while decisions wait out the fallback deadline), alternating
 // between the instances, until stop; it records every decision.
 type sentinelLoad struct {
 	mu     sync.Mutex
@@ -62,7 +63,7 @@ func (l *sentinelLoad) sharedSince(since time.Time, n int) []time.Time {
 
 // TestRedisSentinelFailover: two instances find their Redis through Redis
 // Sentinel (redis.sentinel.{master,addrs,password}, redis.password). Under
-// 200 decisions a second on a rule of 5 a second (burst 5) the master is
+// up to 200 decisions a second on a rule of 5 a second (burst 5) the master is
 // SIGKILLed; the sentinel promotes the replica, and both instances decide
 // from Redis again within 5 s of the promotion. Meanwhile nothing is
 // admitted beyond the documented bound: the rule's own (burst + rate × t)
