@@ -3,7 +3,6 @@ package throttled
 import (
 	"context"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,13 +43,30 @@ type redisWatch struct {
 }
 
 func newRedisWatch(cfg *config.RedisConfig, log *slog.Logger, ping func(context.Context) error) *redisWatch {
-	w := &redisWatch{log: log, ping: ping, remind: redisRemindEvery, setting: "redis.url"}
-	if len(cfg.ClusterAddrs) > 0 {
-		w.where, w.setting = "redis cluster at "+strings.Join(cfg.ClusterAddrs, ","), "redis.cluster_addrs"
-	} else if u, err := url.Parse(cfg.URL); err == nil {
-		w.where = "redis at " + u.Host
+	w := &redisWatch{log: log, ping: ping, remind: redisRemindEvery, setting: "redis.url", where: cfg.Where()}
+	switch {
+	case len(cfg.ClusterAddrs) > 0:
+		w.setting = "redis.cluster_addrs"
+	case cfg.Sentinel.Master != "":
+		w.setting = "redis.sentinel"
 	}
 	return w
+}
+
+// trouble says what is wrong with Redis from a failed ping's error, with
+// the settings to check: the credentials and TLS are named where the
+// server's answer shows them at fault.
+func (w *redisWatch) trouble(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "NOAUTH"):
+		return " requires a password: set redis.password (or redis.password_file, THROTTLED_REDIS_PASSWORD)"
+	case strings.HasPrefix(msg, "WRONGPASS"), strings.Contains(msg, "without any password configured"):
+		return " refused the credentials: check redis.username and redis.password"
+	case strings.Contains(msg, "x509:"), strings.Contains(msg, "tls:"):
+		return " failed TLS: check redis.tls (ca_file, server_name, cert_file, key_file)"
+	}
+	return " unreachable, check " + w.setting
 }
 
 // logger returns a logger whose warnings and errors are folded while Redis
@@ -83,11 +99,11 @@ func (w *redisWatch) observe(err error, now time.Time) {
 		w.since, w.reminded = now, now
 		w.folded.Store(0)
 		w.down.Store(true)
-		w.log.Error(w.where+" unreachable, check "+w.setting+"; serving on the local fallback "+
+		w.log.Error(w.where+w.trouble(err)+"; serving on the local fallback "+
 			"(each instance enforces its share of every quota; the admin API answers 503 until Redis is back)", "err", err)
 	case err != nil && now.Sub(w.reminded) >= w.remind:
 		w.reminded = now
-		w.log.Warn(w.where+" still unreachable, check "+w.setting+"; serving on the local fallback",
+		w.log.Warn(w.where+" still"+w.trouble(err)+"; serving on the local fallback",
 			"for", now.Sub(w.since).Round(time.Second).String(), "folded_warnings", w.folded.Swap(0))
 	case err == nil && down:
 		w.down.Store(false)

@@ -66,29 +66,6 @@ type Instance struct {
 	memPolicy      *memoryPolicyWatch // nil: no Redis (memory_policy.go)
 }
 
-// OpenRedis opens the configured Redis (or cluster) with per-command
-// deadlines honoured, as the fallback needs, and dialing on every new
-// connection however long an outage lasts (redisstore.KeepDialing).
-func OpenRedis(cfg *config.RedisConfig) (redis.UniversalClient, error) {
-	var c redis.UniversalClient
-	if len(cfg.ClusterAddrs) > 0 {
-		// The slot map is reloaded every second: after a failover the dead
-		// master's slots give no MOVED, and go-redis's default is 60 s.
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, ContextTimeoutEnabled: true,
-			ReadTimeout: cfg.Timeout.D(), WriteTimeout: cfg.Timeout.D(), ClusterStateReloadInterval: time.Second})
-	} else {
-		opt, err := redis.ParseURL(cfg.URL)
-		if err != nil {
-			return nil, fmt.Errorf("redis.url: %w", err)
-		}
-		opt.ContextTimeoutEnabled = true
-		opt.ReadTimeout, opt.WriteTimeout = cfg.Timeout.D(), cfg.Timeout.D()
-		c = redis.NewClient(opt)
-	}
-	redisstore.KeepDialing(c)
-	return c, nil
-}
-
 func (s *Instance) buildStore(ctx context.Context) error {
 	m, err := instrument.NewMetrics(s.reg)
 	if err != nil {
@@ -102,7 +79,7 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.rdb == nil && s.cfg.Redis.URL == "" && len(s.cfg.Redis.ClusterAddrs) == 0 {
+	if s.rdb == nil && !s.cfg.Redis.Configured() {
 		mem := limiter.NewMemory()
 		s.store = near.Store(instrument.Store(mem, m, "memory"))
 		s.log.Info("store: embedded in-memory (no redis configured)")
@@ -157,7 +134,7 @@ func (s *Instance) buildStore(ctx context.Context) error {
 		return err
 	}
 	s.store = near.Store(instrument.Store(s.leases, m, "redis"))
-	s.log.Info("store: redis", "url", s.cfg.Redis.RedactedURL(), "cluster", s.cfg.Redis.ClusterAddrs)
+	s.log.Info("store: " + s.cfg.Redis.Where())
 	return s.buildReadiness(enforce.ReadinessSettings{Shared: shared.Ready, Fallback: true})
 }
 

@@ -31,8 +31,8 @@ type Options struct {
 	// be a prometheus.Gatherer too (a *prometheus.Registry is both).
 	Gatherer prometheus.Gatherer
 	// Redis is the shared store's client. Zero: the client that
-	// redis.url or redis.cluster_addrs configure, or the embedded
-	// in-memory store when they are empty. A client given here is not
+	// redis.url, redis.cluster_addrs or redis.sentinel configure
+	// (OpenRedis), or the embedded in-memory store when they are empty. A client given here is not
 	// closed by Close.
 	Redis redis.UniversalClient
 	// ControllerOnly makes an instance that serves no traffic: it runs

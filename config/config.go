@@ -72,15 +72,6 @@ type TLSConfig struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// RedisConfig selects the shared store; no URL and no cluster addresses
-// means the embedded in-memory store.
-type RedisConfig struct {
-	URL          string          `yaml:"url"`
-	ClusterAddrs []string        `yaml:"cluster_addrs"`
-	Prefix       string          `yaml:"prefix"`
-	Timeout      policy.Duration `yaml:"timeout"`
-}
-
 // PrometheusConfig selects the signal source; no URL means in-process
 // signals from the proxy's own upstream metrics.
 type PrometheusConfig struct {
@@ -256,9 +247,6 @@ func setDefault[T comparable](v *T, def T) {
 		*v = def
 	}
 }
-
-// RedactedURL is the Redis URL with its password hidden, for logs.
-func (c *RedisConfig) RedactedURL() string { return Redact(c.URL) }
 
 // Redact hides a password in a URL for logs.
 func Redact(raw string) string {

@@ -73,6 +73,9 @@ func Check(src []byte, environ []string, flags map[string]string) (*Config, Repo
 	}
 	origins, envErrs := applyEnv(c, environ, flags)
 	r = append(r, envErrs...)
+	for _, e := range c.Redis.loadPassword(origins) {
+		r = append(r, locate(e, idx, origins, false))
+	}
 	c.defaults()
 	bad := map[string]bool{} // paths already reported: their zero values would only repeat it
 	for _, f := range r {

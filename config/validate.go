@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/admin"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/identity"
-	"github.com/throttledhq/throttled/limiter/redisstore"
 	"github.com/throttledhq/throttled/policy"
 	"github.com/throttledhq/throttled/signals"
 )
@@ -32,14 +30,7 @@ func (c *Config) validate() []fieldErr {
 			add("upstream", "want an http:// or https:// URL with a host")
 		}
 	}
-	if err := redisstore.CheckPrefix(c.Redis.Prefix); err != nil {
-		add("redis.prefix", err.Error())
-	}
-	if c.Redis.URL != "" {
-		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
-			add("redis.url", err.Error())
-		}
-	}
+	errs = append(errs, c.Redis.validate()...)
 	if c.Prometheus.URL != "" {
 		if u, err := url.Parse(c.Prometheus.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			add("prometheus.url", "want an http:// or https:// URL")

@@ -56,7 +56,7 @@ func configCheck(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, w)
 	}
 	store := "memory (embedded)"
-	if c.Redis.URL != "" || len(c.Redis.ClusterAddrs) > 0 {
+	if c.Redis.Configured() {
 		store = "redis"
 	}
 	_, err = fmt.Fprintf(stdout, "%s: ok (%d tiers, %d rules, store %s)\n", path, len(c.Tiers), len(c.Rules), store)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/throttledhq/throttled"
@@ -112,7 +111,7 @@ type syncStore struct {
 
 // openStore opens the Redis store cfg names.
 func openStore(cfg *config.Config) (*syncStore, error) {
-	if cfg.Redis.URL == "" && len(cfg.Redis.ClusterAddrs) == 0 {
+	if !cfg.Redis.Configured() {
 		return nil, errors.New("no Redis to read: give --redis-url URL, THROTTLED_REDIS_URL or a file with redis.url " +
 			"(the embedded store lives inside one serving process: its admin API shows it)")
 	}
@@ -126,8 +125,8 @@ func openStore(cfg *config.Config) (*syncStore, error) {
 		return nil, err
 	}
 	name := cfg.Redis.RedactedURL()
-	if name == "" {
-		name = strings.Join(cfg.Redis.ClusterAddrs, ",")
+	if cfg.Redis.URL == "" {
+		name = cfg.Redis.Where()
 	}
 	return &syncStore{st: st, name: name + " prefix " + cfg.Redis.Prefix, close: func() { _ = rdb.Close() }}, nil
 }
