@@ -68,8 +68,8 @@ func (e *QueryError) Unwrap() error { return ErrQuery }
 
 // CheckKeys decides qs in order, as Check decides the rules a request
 // matches: each query's tier, quota and multiplier, the rule's mode, the
-// store's fallback; a refusal by one query gives back what earlier ones
-// took and ends the check; an admitted check passes the tier admission cap
+// store's fallback; a refusal by one query ends the check and, when it
+// is for quota, gives back what earlier ones took; an admitted check passes the tier admission cap
 // of its Tier. Its Result reports the most restrictive decision (the
 // refusing one when refused) and, as Tier and Priority, the most important
 // tier among the queries'. When out is not nil it must hold len(qs)
@@ -187,7 +187,7 @@ type applied struct{ req limiter.Request }
 
 // pass is one decision over several rules in progress: the result so far
 // and what the admitting rules took, to give back when a later one
-// refuses. Check and CheckKeys both decide through it. A pass lives on its
+// refuses for quota. Check and CheckKeys both decide through it. A pass lives on its
 // caller's stack and serves one goroutine.
 type pass struct {
 	e     *Enforcer
@@ -202,7 +202,8 @@ type pass struct {
 
 // askAll decides every limit of rule cr for a client of tier t whose
 // bucket key is key, in order, through ask. more is false when a limit
-// refused (what the earlier limits and rules took is given back then). d is
+// refused (what the earlier limits and rules took is given back then, when
+// it refused for quota). d is
 // the refusing decision, else the most restrictive one, and period its
 // limit's; err is the last store error.
 func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key string, cost int64, m float64,
@@ -228,7 +229,8 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 }
 
 // ask decides req for rule cr and notes the decision. more is false when
-// cr refused: what earlier rules took is given back, who is counted as a
+// cr refused: what earlier rules took is given back when it refused for
+// quota (a shed keeps it spent), who is counted as a
 // refused client, and no further rule is to be asked. A store error is
 // kept in the result and lets the request through for that rule. A client
 // of an unlimited tier is decided (and counted) but never refused nor
@@ -259,7 +261,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
 	}
-	ps.giveBack(ctx)
+	if d.Reason == limiter.OverQuota { // a refusal for load leaves the quota spent (package doc)
+		ps.giveBack(ctx)
+	}
 	ps.res.refuse(cr, req.Rule, d)
 	ps.e.count(req.Tier, cr.Name, d.Label())
 	ps.e.countRefusal(req.Tier, &ps.res, who)
