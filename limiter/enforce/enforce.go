@@ -126,8 +126,9 @@ type Result struct {
 }
 
 // Check decides for r against every matching rule, in order. A refusal for
-// quota by one rule gives back what earlier rules took. The bucket keys are made in
-// one allocation, with room for the Result's headers (see WriteHeaders).
+// quota by one rule gives back what earlier rules took. The bucket keys are
+// made in one allocation, with room for the Result's headers (see
+// WriteHeaders).
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	var ps pass
 	e.check(ctx, r, &ps)
