@@ -95,7 +95,7 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		ps.res.Tier, ps.res.Priority = best.Name, best.Priority
 	}
 	clear(out)
-	spent := false
+	spent, shedAt := false, -1
 	for i := range qs {
 		q, pl := &qs[i], &plan[i]
 		ps.peek, spent = pl.peek, spent || !pl.peek
@@ -105,6 +105,9 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		}
 		d, period, more, err := ps.askAll(ctx, pl.cr, pl.tier, pl.cr.keyOf(pl.tier, q.parts()...), pl.cost,
 			e.multiplier(pl.tier.Name), who)
+		if shedAt < 0 && ps.shed.cr != nil {
+			shedAt = i
+		}
 		if out != nil {
 			out[i] = Outcome{Asked: true, Refused: !more, Decision: d, Period: period, Tier: pl.tier.Name, Err: err}
 		}
@@ -116,6 +119,9 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		best = nil
 	}
 	ps.finish(ctx, best)
+	if out != nil && ps.shedStood {
+		out[shedAt].Refused = true
+	}
 	return ps.res, nil
 }
 
@@ -197,7 +203,9 @@ type pass struct {
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
 	unlimited bool
-	peek      bool // the query being asked only reads its buckets (Query.Peek)
+	shed      pendingShed // the first rule that shed, while the later ones are asked
+	shedStood bool        // that shed is the refusal: no later rule refused for quota
+	peek      bool        // the query being asked only reads its buckets (Query.Peek)
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose
@@ -229,15 +237,16 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 }
 
 // ask decides req for rule cr and notes the decision. more is false when
-// cr refused: what earlier rules took is given back when it refused for
-// quota (a shed keeps it spent), who is counted as a
-// refused client, and no further rule is to be asked. A store error is
+// cr refused for quota: what earlier rules took is given back, who is
+// counted as a refused client, and no further rule is to be asked. A shed
+// is held (holdShed) and more stays true: the request is 503 unless a
+// later rule refuses it for quota. A store error is
 // kept in the result and lets the request through for that rule. A client
 // of an unlimited tier is decided (and counted) but never refused nor
 // delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
-	if ps.unlimited {
+	if ps.unlimited || ps.shed.cr != nil { // a shed request waits in no delay line: only its quota is asked
 		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
@@ -260,10 +269,12 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		ps.res.Unlimited = true
 		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
+	case d.Reason == limiter.Shed: // quota first: the later rules are asked still
+		ps.holdShed(cr, req, d, who)
+		return d, true, nil
 	}
-	if d.Reason == limiter.OverQuota { // a refusal for load leaves the quota spent (package doc)
-		ps.giveBack(ctx)
-	}
+	ps.giveBack(ctx) // a refusal for quota: what the earlier rules took, sheds' quota included
+	ps.shed = pendingShed{}
 	ps.res.refuse(cr, req.Rule, d)
 	ps.e.count(req.Tier, cr.Name, d.Label())
 	ps.e.countRefusal(req.Tier, &ps.res, who)
@@ -313,10 +324,14 @@ func (ps *pass) giveBack(ctx context.Context) {
 	ps.n, ps.more = 0, nil
 }
 
-// finish applies the tier admission cap to an admitted request (tier nil:
-// no rule applied), sets a refusal's Retry-After and traces the result.
+// finish makes a held shed the refusal, applies the tier admission cap to
+// an admitted request (tier nil: no rule applied), sets a refusal's
+// Retry-After and traces the result.
 func (ps *pass) finish(ctx context.Context, tier *Tier) {
 	res := &ps.res
+	if ps.shed.cr != nil {
+		ps.refuseShed()
+	}
 	if res.Allowed && tier != nil {
 		ps.admitTier(ctx, tier.Name)
 	}
@@ -346,56 +361,4 @@ func (q *Query) parts() []string {
 		return []string{q.Key}
 	}
 	return nil
-}
-
-// BucketState is what one rule's bucket holds for a client now.
-type BucketState struct {
-	Rule       string        `json:"rule"`
-	Tier       string        `json:"tier"`
-	Algorithm  string        `json:"algorithm"`
-	Limit      int64         `json:"limit"`
-	Period     time.Duration `json:"period_ns"`
-	Align      string        `json:"align,omitempty"` // "calendar" for UTC calendar windows
-	Remaining  int64         `json:"remaining"`
-	ResetAfter time.Duration `json:"reset_after_ns"`
-}
-
-// Inspect reads, without spending anything, the buckets of the rules keyed
-// by the client alone (key sources api_key, client, jwt or one header) for a
-// client key, at that client's tier.
-func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
-	p := e.policy.Load()
-	id := &identity.Client{APIKey: client}
-	tier := p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
-	var out []BucketState
-	for i := range p.rules {
-		cr := &p.rules[i]
-		if len(cr.keys) != 1 || !clientKeyed(cr.keys[0].kind) {
-			continue
-		}
-		for j := range cr.limits() {
-			b, err := e.peek(ctx, cr.limitKey(cr.keyOf(tier, client), j), cr.rule(tier, j), tier)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, b)
-		}
-	}
-	return out, nil
-}
-
-// peek reads one limit's bucket for a client of tier.
-func (e *Enforcer) peek(ctx context.Context, key string, r limiter.Rule, tier *Tier) (BucketState, error) {
-	d, err := e.store.Decide(ctx, limiter.Request{Key: key, Rule: r, Peek: true, Tier: tier.Name,
-		Multiplier: e.multiplier(tier.Name)})
-	b := BucketState{Rule: r.Name, Tier: tier.Name, Algorithm: r.Algorithm.String(), Limit: r.Limit,
-		Period: r.Period, Remaining: d.Remaining, ResetAfter: d.ResetAfter}
-	if r.Align != limiter.AlignPeriod {
-		b.Align = r.Align.String()
-	}
-	return b, err
-}
-
-func clientKeyed(kind string) bool {
-	return kind == "api_key" || kind == "client" || kind == "jwt" || kind == "header"
 }

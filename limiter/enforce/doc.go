@@ -22,7 +22,13 @@
 // client above its quota runs out of it and gets 429 for its excess
 // whichever loop sheds, and a client under its quota never runs out and is
 // only ever shed (503). The quota is asked first: a request over quota is
-// 429 even when it would be shed too.
+// 429 even when it would be shed too. Across rules as well: a rule's shed
+// is held while the later rules are asked (a delay rule then does not
+// wait), and a later refusal for quota makes the request 429 and gives
+// back what the earlier rules took, the shed's quota included (with it an
+// admission token the shed did not take: at most one per such request,
+// within the admission capacity). With no refusal for quota it stays 503
+// by the first rule that shed, every rule's quota spent.
 //
 // # Several rules
 //
