@@ -68,9 +68,10 @@ func (e *QueryError) Unwrap() error { return ErrQuery }
 
 // CheckKeys decides qs in order, as Check decides the rules a request
 // matches: each query's tier, quota and multiplier, the rule's mode, the
-// store's fallback; a refusal by one query ends the check and, when it
-// is for quota, gives back what earlier ones took; an admitted check passes the tier admission cap
-// of its Tier. Its Result reports the most restrictive decision (the
+// store's fallback; a refusal for quota by one query gives back what
+// earlier ones took and ends the check, a shed is held while the later
+// queries are asked for their quota (the package doc, "Quota and load");
+// an admitted check passes the tier admission cap of its Tier. Its Result reports the most restrictive decision (the
 // refusing one when refused) and, as Tier and Priority, the most important
 // tier among the queries'. When out is not nil it must hold len(qs)
 // outcomes; out[i] gets query i's.
@@ -193,8 +194,8 @@ type applied struct{ req limiter.Request }
 
 // pass is one decision over several rules in progress: the result so far
 // and what the admitting rules took, to give back when a later one
-// refuses for quota. Check and CheckKeys both decide through it. A pass lives on its
-// caller's stack and serves one goroutine.
+// refuses for quota. Check and CheckKeys both decide through it. A pass
+// lives on its caller's stack and serves one goroutine.
 type pass struct {
 	e     *Enforcer
 	res   Result
@@ -210,10 +211,9 @@ type pass struct {
 
 // askAll decides every limit of rule cr for a client of tier t whose
 // bucket key is key, in order, through ask. more is false when a limit
-// refused (what the earlier limits and rules took is given back then, when
-// it refused for quota). d is
-// the refusing decision, else the most restrictive one, and period its
-// limit's; err is the last store error.
+// refused for quota (what the earlier limits and rules took is given back
+// then). d is the refusing decision, else the most restrictive one, and
+// period its limit's; err is the last store error.
 func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key string, cost int64, m float64,
 	who *identity.Client) (d limiter.Decision, period time.Duration, more bool, err error) {
 	ps.unlimited = t.Unlimited
@@ -240,10 +240,9 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // cr refused for quota: what earlier rules took is given back, who is
 // counted as a refused client, and no further rule is to be asked. A shed
 // is held (holdShed) and more stays true: the request is 503 unless a
-// later rule refuses it for quota. A store error is
-// kept in the result and lets the request through for that rule. A client
-// of an unlimited tier is decided (and counted) but never refused nor
-// delayed.
+// later rule refuses it for quota. A store error is kept in the result and
+// lets the request through for that rule. A client of an unlimited tier is
+// decided (and counted) but never refused nor delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
 	if ps.unlimited || ps.shed.cr != nil { // a shed request waits in no delay line: only its quota is asked
