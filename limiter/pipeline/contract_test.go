@@ -157,3 +157,22 @@ func TestQuotaContract(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamFailureSpendsQuota: a request the upstream failed (500)
+// keeps its quota spent, on every front: it was sent and not refused for
+// quota.
+func TestUpstreamFailureSpendsQuota(t *testing.T) {
+	for _, fr := range fronts {
+		t.Run(fr.name(), func(t *testing.T) {
+			f := newFixture(t)
+			f.build(fr)
+			f.app.status.Store(http.StatusInternalServerError)
+			if code := f.sendAs("k1"); code != http.StatusInternalServerError {
+				t.Fatalf("answer %d, want the app's 500", code)
+			}
+			if got := f.quotaLeft(); got != quota-1 {
+				t.Errorf("%d of k1's quota of %d left after one failed request, want %d", got, quota, quota-1)
+			}
+		})
+	}
+}
