@@ -21,20 +21,19 @@ import (
 // rateLimitHeaders are the headers a refusal after the rules must not carry.
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
 
-// TestRefusalAfterRulesRefundsQuota: a request that the rules admitted and
-// a bulkhead then refused (503) gets its quota back and carries no
-// rate-limit headers. Free is 5 a minute: one request held upstream, three
-// refused, then four more pass before the 429. One the inner loop's gate
-// shed keeps its quota spent, as a shed by the multiplier does (a client
-// above its quota gets 429 whichever loop sheds): one more passes. Each
-// refusal names its rule (the bulkhead, the gate) in its body and is
-// counted in throttled_decisions_total.
-func TestRefusalAfterRulesRefundsQuota(t *testing.T) {
+// TestRefusalAfterRulesKeepsQuota: a request that the rules admitted and
+// a bulkhead or the inner loop's gate then refused (503) keeps its quota
+// spent, as every refusal for load does (README, "Quota vs load in one
+// key"), and carries no rate-limit headers. Free is 5 a minute: one
+// request held upstream, three refused, then one more passes before the
+// 429. Each refusal names its rule (the bulkhead, the gate) in its body
+// and is counted in throttled_decisions_total.
+func TestRefusalAfterRulesKeepsQuota(t *testing.T) {
 	for _, tc := range []struct {
 		name, extra, reason, rule string
 		after                     int
 	}{
-		{"route bulkhead", "route_bulkheads:\n  /hold: { limit: 1 }\n", "bulkhead", "route:/hold", 4},
+		{"route bulkhead", "route_bulkheads:\n  /hold: { limit: 1 }\n", "bulkhead", "route:/hold", 1},
 		{"gate", "concurrency:\n  initial_limit: 1\n  min_limit: 1\n  max_limit: 1\n", "shed", "concurrency", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

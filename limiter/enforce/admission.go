@@ -3,7 +3,6 @@ package enforce
 import (
 	"context"
 	"math"
-	"net/http"
 	"strings"
 	"time"
 
@@ -34,7 +33,8 @@ func tierRule(rate float64) limiter.Rule {
 
 // admitTier applies the tier's rate cap, when the controller set one, to a
 // request every rule admitted: one bucket per tier, shared by all
-// instances. A refusal is Shed (503) and gives back what the rules took.
+// instances. A refusal is Shed (503), a refusal for load: what the rules
+// took stays spent (see the package doc, "Quota and load").
 func (ps *pass) admitTier(ctx context.Context, tier string) {
 	e := ps.e
 	if e.set.Rates == nil {
@@ -57,49 +57,10 @@ func (ps *pass) admitTier(ctx context.Context, tier string) {
 	if d.Allowed {
 		return
 	}
-	ps.giveBack(ctx)
 	cr := compiledRule{Rule: Rule{Name: TierAdmissionRule}}
 	ps.res.refuse(&cr, req.Rule, d)
 	ps.res.Limited = true
 	e.countRefusal(tier, &ps.res, nil)
-}
-
-// Refund gives back what Check took for r when res admitted it, for a
-// request refused after the check (a full bulkhead, the concurrency gate):
-// the cost of every enforcing rule that applied, and the tier's admission
-// token when the tier is capped. It recomputes the keys from r with the
-// current policy, so a policy swapped in between refunds what the new one
-// would have taken. Shadow rules are left alone: they never refuse, and
-// what they counted only feeds the shadow log; so are the rules of an
-// unlimited tier, whose decisions may not have taken anything. Refunds
-// outlive ctx's cancellation, as they must reach the store.
-func (e *Enforcer) Refund(ctx context.Context, r *http.Request, res *Result) {
-	if !res.Allowed || !res.Limited {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	p := e.policy.Load()
-	id := e.set.Identifier.Identify(r)
-	tier := p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
-	m := e.multiplier(tier.Name)
-	var a arena // every rule's key
-	for i := range p.rules {
-		cr := &p.rules[i]
-		if cr.Mode == ModeShadow || !cr.matches(r.Method, r.URL.Path) {
-			continue
-		}
-		key, ok := cr.key(&id, r, tier, &a)
-		for j := 0; ok && !tier.Unlimited && j < cr.limits(); j++ {
-			_, _ = e.store.Decide(ctx, limiter.Request{Key: cr.limitKey(key, j), Rule: cr.rule(tier, j), Cost: cr.Cost,
-				Multiplier: m, Tier: tier.Name, Refund: true})
-		}
-	}
-	if e.set.Rates == nil {
-		return
-	}
-	if rate := e.set.Rates.Rate(tier.Name); rate > 0 {
-		_, _ = e.store.Decide(ctx, limiter.Request{Key: tierKey(tier.Name), Rule: tierRule(rate), Tier: tier.Name, Refund: true})
-	}
 }
 
 // LeaseRules returns the Store an Enforcer decides through when some rules

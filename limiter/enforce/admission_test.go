@@ -20,8 +20,9 @@ func (r rates) Rate(tier string) float64 { return r[tier] }
 // quota, arrive in one second while the controller caps the free tier at
 // 100 req/s. Per-key multipliers alone would admit them all; the tier-wide
 // bucket admits its burst (10) at once and then 100 per second, refuses
-// the rest with 503 shed naming the tier_admission rule, gives each refused
-// client its quota back, and leaves premium alone.
+// the rest with 503 shed naming the tier_admission rule, leaves each
+// refused client's quota spent (a refusal for load gives no quota back)
+// and leaves premium alone.
 func TestTierAdmissionBoundsACrowd(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, wrap func(*enforce.Enforcer) http.Handler, store limiter.Store) {
 		now := t0
@@ -55,9 +56,8 @@ func TestTierAdmissionBoundsACrowd(t *testing.T) {
 		if w := get(t, h, "/x", "X-API-Key", "pat"); w.Code != 200 {
 			t.Fatalf("premium under a free cap: %d, want 200", w.Code)
 		}
-		// A refused client got its quota back: its bucket is whole (3 of 3),
-		// where an admitted one spent one.
-		for key, want := range map[string]int64{refused: 3, "crowd-0": 2} {
+		// A refused client spent its quota as an admitted one did: 2 of 3 left.
+		for key, want := range map[string]int64{refused: 2, "crowd-0": 2} {
 			b, err := e.Inspect(context.Background(), key)
 			if err != nil || len(b) != 1 || b[0].Remaining != want {
 				t.Fatalf("%s's bucket after the crowd: %+v, %v; want %d remaining", key, b, err, want)

@@ -68,9 +68,10 @@ func (e *QueryError) Unwrap() error { return ErrQuery }
 
 // CheckKeys decides qs in order, as Check decides the rules a request
 // matches: each query's tier, quota and multiplier, the rule's mode, the
-// store's fallback; a refusal by one query gives back what earlier ones
-// took and ends the check; an admitted check passes the tier admission cap
-// of its Tier. Its Result reports the most restrictive decision (the
+// store's fallback; a refusal for quota by one query gives back what
+// earlier ones took and ends the check, a shed is held while the later
+// queries are asked for their quota (the package doc, "Quota and load");
+// an admitted check passes the tier admission cap of its Tier. Its Result reports the most restrictive decision (the
 // refusing one when refused) and, as Tier and Priority, the most important
 // tier among the queries'. When out is not nil it must hold len(qs)
 // outcomes; out[i] gets query i's.
@@ -95,7 +96,7 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		ps.res.Tier, ps.res.Priority = best.Name, best.Priority
 	}
 	clear(out)
-	spent := false
+	spent, shedAt := false, -1
 	for i := range qs {
 		q, pl := &qs[i], &plan[i]
 		ps.peek, spent = pl.peek, spent || !pl.peek
@@ -105,6 +106,9 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		}
 		d, period, more, err := ps.askAll(ctx, pl.cr, pl.tier, pl.cr.keyOf(pl.tier, q.parts()...), pl.cost,
 			e.multiplier(pl.tier.Name), who)
+		if shedAt < 0 && ps.shed.cr != nil {
+			shedAt = i
+		}
 		if out != nil {
 			out[i] = Outcome{Asked: true, Refused: !more, Decision: d, Period: period, Tier: pl.tier.Name, Err: err}
 		}
@@ -116,6 +120,9 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		best = nil
 	}
 	ps.finish(ctx, best)
+	if out != nil && ps.shedStood {
+		out[shedAt].Refused = true
+	}
 	return ps.res, nil
 }
 
@@ -187,8 +194,8 @@ type applied struct{ req limiter.Request }
 
 // pass is one decision over several rules in progress: the result so far
 // and what the admitting rules took, to give back when a later one
-// refuses. Check and CheckKeys both decide through it. A pass lives on its
-// caller's stack and serves one goroutine.
+// refuses for quota. Check and CheckKeys both decide through it. A pass
+// lives on its caller's stack and serves one goroutine.
 type pass struct {
 	e     *Enforcer
 	res   Result
@@ -197,14 +204,16 @@ type pass struct {
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
 	unlimited bool
-	peek      bool // the query being asked only reads its buckets (Query.Peek)
+	shed      pendingShed // the first rule that shed, while the later ones are asked
+	shedStood bool        // that shed is the refusal: no later rule refused for quota
+	peek      bool        // the query being asked only reads its buckets (Query.Peek)
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose
 // bucket key is key, in order, through ask. more is false when a limit
-// refused (what the earlier limits and rules took is given back then). d is
-// the refusing decision, else the most restrictive one, and period its
-// limit's; err is the last store error.
+// refused for quota (what the earlier limits and rules took is given back
+// then). d is the refusing decision, else the most restrictive one, and
+// period its limit's; err is the last store error.
 func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key string, cost int64, m float64,
 	who *identity.Client) (d limiter.Decision, period time.Duration, more bool, err error) {
 	ps.unlimited = t.Unlimited
@@ -228,14 +237,15 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 }
 
 // ask decides req for rule cr and notes the decision. more is false when
-// cr refused: what earlier rules took is given back, who is counted as a
-// refused client, and no further rule is to be asked. A store error is
-// kept in the result and lets the request through for that rule. A client
-// of an unlimited tier is decided (and counted) but never refused nor
-// delayed.
+// cr refused for quota: what earlier rules took is given back, who is
+// counted as a refused client, and no further rule is to be asked. A shed
+// is held (holdShed) and more stays true: the request is 503 unless a
+// later rule refuses it for quota. A store error is kept in the result and
+// lets the request through for that rule. A client of an unlimited tier is
+// decided (and counted) but never refused nor delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
-	if ps.unlimited {
+	if ps.unlimited || ps.shed.cr != nil { // a shed request waits in no delay line: only its quota is asked
 		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
@@ -258,8 +268,12 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		ps.res.Unlimited = true
 		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
 		return d, true, nil
+	case d.Reason == limiter.Shed: // quota first: the later rules are asked still
+		ps.holdShed(cr, req, d, who)
+		return d, true, nil
 	}
-	ps.giveBack(ctx)
+	ps.giveBack(ctx) // a refusal for quota: what the earlier rules took, sheds' quota included
+	ps.shed = pendingShed{}
 	ps.res.refuse(cr, req.Rule, d)
 	ps.e.count(req.Tier, cr.Name, d.Label())
 	ps.e.countRefusal(req.Tier, &ps.res, who)
@@ -309,10 +323,14 @@ func (ps *pass) giveBack(ctx context.Context) {
 	ps.n, ps.more = 0, nil
 }
 
-// finish applies the tier admission cap to an admitted request (tier nil:
-// no rule applied), sets a refusal's Retry-After and traces the result.
+// finish makes a held shed the refusal, applies the tier admission cap to
+// an admitted request (tier nil: no rule applied), sets a refusal's
+// Retry-After and traces the result.
 func (ps *pass) finish(ctx context.Context, tier *Tier) {
 	res := &ps.res
+	if ps.shed.cr != nil {
+		ps.refuseShed()
+	}
 	if res.Allowed && tier != nil {
 		ps.admitTier(ctx, tier.Name)
 	}
@@ -342,67 +360,4 @@ func (q *Query) parts() []string {
 		return []string{q.Key}
 	}
 	return nil
-}
-
-// BucketState is what one rule's bucket holds for a client now.
-type BucketState struct {
-	Rule       string        `json:"rule"`
-	Tier       string        `json:"tier"`
-	Algorithm  string        `json:"algorithm"`
-	Limit      int64         `json:"limit"`
-	Period     time.Duration `json:"period_ns"`
-	Align      string        `json:"align,omitempty"` // "calendar" for UTC calendar windows
-	Remaining  int64         `json:"remaining"`
-	ResetAfter time.Duration `json:"reset_after_ns"`
-}
-
-// KeyTier is the tier of a request, check or descriptor that bears client as
-// its API key and nothing else, by the rule every front shares: an assigned
-// key gets its tier; an unassigned one is believed (the default tier) only
-// with UnassignedDefaultTier, and is otherwise anonymous (the anonymous
-// tier; through the middleware its client is then its IP).
-func (e *Enforcer) KeyTier(client string) (tier string, believed bool) {
-	id := &identity.Client{APIKey: client}
-	t := e.policy.Load().tier(id, e.set.Tiers, e.set.UnassignedKeys)
-	return t.Name, id.APIKey != ""
-}
-
-// Inspect reads, without spending anything, the buckets of the rules keyed
-// by the client alone (key sources api_key, client, jwt or one header) for a
-// client key, at that client's tier (KeyTier's).
-func (e *Enforcer) Inspect(ctx context.Context, client string) ([]BucketState, error) {
-	p := e.policy.Load()
-	id := &identity.Client{APIKey: client}
-	tier := p.tier(id, e.set.Tiers, e.set.UnassignedKeys)
-	var out []BucketState
-	for i := range p.rules {
-		cr := &p.rules[i]
-		if len(cr.keys) != 1 || !clientKeyed(cr.keys[0].kind) {
-			continue
-		}
-		for j := range cr.limits() {
-			b, err := e.peek(ctx, cr.limitKey(cr.keyOf(tier, client), j), cr.rule(tier, j), tier)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, b)
-		}
-	}
-	return out, nil
-}
-
-// peek reads one limit's bucket for a client of tier.
-func (e *Enforcer) peek(ctx context.Context, key string, r limiter.Rule, tier *Tier) (BucketState, error) {
-	d, err := e.store.Decide(ctx, limiter.Request{Key: key, Rule: r, Peek: true, Tier: tier.Name,
-		Multiplier: e.multiplier(tier.Name)})
-	b := BucketState{Rule: r.Name, Tier: tier.Name, Algorithm: r.Algorithm.String(), Limit: r.Limit,
-		Period: r.Period, Remaining: d.Remaining, ResetAfter: d.ResetAfter}
-	if r.Align != limiter.AlignPeriod {
-		b.Align = r.Align.String()
-	}
-	return b, err
-}
-
-func clientKeyed(kind string) bool {
-	return kind == "api_key" || kind == "client" || kind == "jwt" || kind == "header"
 }

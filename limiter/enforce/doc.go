@@ -4,8 +4,8 @@
 // decisions into responses (X-RateLimit-*, IETF RateLimit fields,
 // Retry-After, JSON refusal bodies) and trace attributes.
 //
-// An Enforcer applies a Policy (tiers and ordered Rules). A refusal by one
-// rule refunds what the earlier rules took. Enforcer.Middleware is a
+// An Enforcer applies a Policy (tiers and ordered Rules). A refusal for
+// quota by one rule refunds what the earlier rules took. Enforcer.Middleware is a
 // net/http adapter of the decision alone; limiter/pipeline runs the whole
 // request path around it (bulkheads, the gate, breakers), for net/http and,
 // through limiter/echolimit, Echo. Modes: ModeEnforce refuses at once, ModeShadow
@@ -13,11 +13,28 @@
 // turns per bucket key (O(N) store calls for N waiters), and at most
 // Settings.MaxWaiting wait at once.
 //
+// # Quota and load
+//
+// A quota counts every request its client sent that was not refused for
+// quota. A refusal for load (a rule's multiplier shed, the tier admission
+// cap; after the Enforcer, in limiter/pipeline, the gate, a bulkhead, an
+// open breaker) and an upstream's failure never give quota back. So a
+// client above its quota runs out of it and gets 429 for its excess
+// whichever loop sheds, and a client under its quota never runs out and is
+// only ever shed (503). The quota is asked first: a request over quota is
+// 429 even when it would be shed too. Across rules as well: a rule's shed
+// is held while the later rules are asked (a delay rule then does not
+// wait), and a later refusal for quota makes the request 429 and gives
+// back what the earlier rules took, the shed's quota included (with it an
+// admission token the shed did not take: at most one per such request,
+// within the admission capacity). With no refusal for quota it stays 503
+// by the first rule that shed, every rule's quota spent.
+//
 // # Several rules
 //
 // A request's rules (and each rule's several Limits) are decided one store
-// call each, in order, and a refusal refunds what the earlier rules and
-// limits took. That is not one atomic step
+// call each, in order, and a refusal for quota refunds what the earlier
+// rules and limits took (a shed leaves it spent, as above). That is not one atomic step
 // across rules (each rule's own decision is), and the gap is bounded:
 //
 //   - Between a take and its refund (one check's duration) the unit is

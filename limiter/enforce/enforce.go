@@ -125,9 +125,10 @@ type Result struct {
 	sc         *scratch      // the request's bucket keys, and room for its headers; nil: no key made
 }
 
-// Check decides for r against every matching rule, in order. A refusal by
-// one rule gives back what earlier rules took. The bucket keys are made in
-// one allocation, with room for the Result's headers (see WriteHeaders).
+// Check decides for r against every matching rule, in order. A refusal for
+// quota by one rule gives back what earlier rules took. The bucket keys are
+// made in one allocation, with room for the Result's headers (see
+// WriteHeaders).
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	var ps pass
 	e.check(ctx, r, &ps)

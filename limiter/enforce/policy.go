@@ -89,8 +89,8 @@ func ParseMode(s string) (Mode, error) {
 // with Limits it has several, all of which must pass (say 10 per second and
 // 10,000 per calendar day). Either way the tier's multiplier applies.
 //
-// Limits are decided in order, each in its own bucket, and a refusal by one
-// gives back what the earlier ones took, as between rules (see the package
+// Limits are decided in order, each in its own bucket, and a refusal for
+// quota by one gives back what the earlier ones took, as between rules (see the package
 // doc for the bounds): a request refused by the daily limit spends nothing
 // of the per-second one. The first limit's bucket key is the rule's; limit
 // i (from 0) adds "#<i+1>" to it and to the rule name in metrics.

@@ -10,27 +10,29 @@
 //     with the rate-limit headers and a JSON enforce.Refusal.
 //  2. the bulkheads: the tier's (Settings.Bulkheads), then the route's
 //     (Settings.RouteBulkheads). Full: 503 "bulkhead" (the rule is the
-//     bulkhead's name), no rate-limit headers, and the quota the rules took
-//     is given back: the request was not served, so it does not count.
+//     bulkhead's name), no rate-limit headers.
 //  3. the inner loop's gate (Settings.Gate), entered with the tier's
 //     priority (a request no rule matched: the unmatched tier's, by default
-//     the lowest). Shed: 503 "shed" by rule
-//     "concurrency", no rate-limit headers; the quota stays spent, as for a
-//     shed by the multipliers, so a client over its quota gets 429 whichever
-//     loop sheds.
+//     the lowest). Shed: 503 "shed" by rule "concurrency", no rate-limit
+//     headers.
 //  4. the route's circuit breaker (Settings.Breakers, bulkhead.Breaker.Serve):
-//     open, 503 "breaker_open" by the breaker's name, no rate-limit headers,
-//     the quota spent.
+//     open, 503 "breaker_open" by the breaker's name, no rate-limit headers.
 //  5. the handler (or upstream). An admitted request that a rule limits
 //     carries the rate-limit headers on the handler's answer, in place of
 //     any the handler set under the same names.
 //  6. permits released; Settings.Answers is told of the answer's status,
 //     the time from the gate to its headers and the handler's own time.
 //
+// No refusal of stages 2–4, nor the handler's failure, gives quota back:
+// the quota counts every request the client sent that was not refused for
+// quota (limiter/enforce's package doc, "Quota and load"), so a client
+// over its quota gets 429 for its excess whichever stage sheds, and one
+// under it is only ever shed.
+//
 // The bulkheads come before the gate, as the sidecar has always had them
 // (a request that a bulkhead refuses never takes a gate permit). A client
-// that goes away while it waits for a bulkhead or the gate gets 499 (a
-// bulkhead's wait gives its quota back). Every 503 of stages 2–4 has a
+// that goes away while it waits for a bulkhead or the gate gets 499, its
+// quota spent too. Every 503 of stages 2–4 has a
 // jittered Retry-After and is counted in Settings.Metrics as
 // (tier, rule, reason) and told to Settings.Refusals; the Enforcer counts
 // its own decisions.

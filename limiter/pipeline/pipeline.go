@@ -127,8 +127,7 @@ func (p *Pipeline) hold(c *call, w http.ResponseWriter, r *http.Request) bool {
 			continue
 		}
 		pm, err := bh.Acquire(ctx)
-		if err != nil {
-			p.s.Enforcer.Refund(ctx, r, &c.res) // not served: not counted
+		if err != nil { // a refusal for load: the quota stays spent
 			p.refuseBulkhead(w, bh, c.res.Tier, err)
 			return false
 		}

@@ -34,8 +34,9 @@ type want struct {
 	counted      bool   // the pipeline counted and logged its refusal (free, rule, reason) once
 	appCalls     int64
 	// remaining is X-RateLimit-Remaining of one more request of k1 after
-	// the situation, its holders let go: whether the quota was spent or
-	// given back.
+	// the situation, its holders let go: every request k1 sent that was
+	// not refused for quota spent its quota, load refusals (and 499s)
+	// included.
 	remaining string
 }
 
@@ -66,12 +67,12 @@ var situations = []situation{
 	{name: "client gone at the gate", handler: true, setup: gateHeld(time.Minute), run: goneWhile(waitingAtGate),
 		want: want{status: 499, remaining: "1"}},
 	{name: "tier bulkhead full", handler: true, setup: bulkheadHeld("free", 0), run: getItems(1),
-		want: want{status: 503, reason: instrument.DecisionBulkhead, rule: "tier:free", counted: true, remaining: "2"}},
+		want: want{status: 503, reason: instrument.DecisionBulkhead, rule: "tier:free", counted: true, remaining: "1"}},
 	{name: "route bulkhead full", handler: true, setup: bulkheadHeld("/api/export", 0),
 		run:  func(f *fixture) *httptest.ResponseRecorder { return f.get("/api/export", 1) },
-		want: want{status: 503, reason: instrument.DecisionBulkhead, rule: "route:/api/export", counted: true, remaining: "2"}},
+		want: want{status: 503, reason: instrument.DecisionBulkhead, rule: "route:/api/export", counted: true, remaining: "1"}},
 	{name: "client gone at a bulkhead", handler: true, setup: bulkheadHeld("free", 1), run: goneWhile(waitingAtBulkhead),
-		want: want{status: 499, remaining: "2"}},
+		want: want{status: 499, remaining: "1"}},
 	{name: "breaker open", handler: true, setup: breakers(time.Minute), run: breakerOpened,
 		want: want{status: 503, reason: instrument.DecisionBreakerOpen, rule: "upstream:/api", counted: true, appCalls: 2, remaining: "0"}},
 	{name: "breaker deadline", handler: true, setup: breakers(20 * time.Millisecond), run: breakerTimedOut,
