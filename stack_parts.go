@@ -292,7 +292,7 @@ func (s *Instance) buildInnerLoop(bm *bulkhead.Metrics) (*bulkhead.Gate, error) 
 	if err != nil {
 		return nil, err
 	}
-	loop, err := controller.NewConcurrencyLoop("upstream", law, gate, s.reg, nil)
+	loop, err := controller.NewConcurrencyLoop("upstream", law, gate, s.reg, nil, controller.WithLimitLog(s.log))
 	if err != nil {
 		return nil, err
 	}
