@@ -2,12 +2,18 @@ package throttled
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/throttledhq/throttled/admin"
+	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
 	"github.com/throttledhq/throttled/limiter/multiplier"
+	"github.com/throttledhq/throttled/policy"
 )
 
 // An enforcer that does not lead tells GET /v1/multipliers what the leader
@@ -62,5 +68,77 @@ func TestMultiplierStatusLocal(t *testing.T) {
 		Reasons: map[string]string{"free": "decrease: error_ratio 0.2 > target 0.05"}, Since: map[string]time.Time{"free": at}})
 	if got := st.Multipliers()[0]; got.Source != "controller" || got.Multiplier != 0.5 || got.Reason == "" || !got.Since.Equal(at) || !got.UpdatedAt.Equal(at) {
 		t.Fatalf("after a publication: %+v", got)
+	}
+}
+
+// oneTick is a controller clock that ends the loop after its first step.
+type oneTick struct {
+	now    time.Time
+	cancel context.CancelFunc
+}
+
+func (c *oneTick) Now() time.Time { return c.now }
+func (c *oneTick) Sleep(ctx context.Context, _ time.Duration) error {
+	c.cancel()
+	return ctx.Err()
+}
+
+type overloaded struct{}
+
+func (overloaded) Read(context.Context) (controller.Input, error) {
+	return controller.Input{Signals: []controller.Signal{{Name: "latency", Value: 0.82, Target: 0.25, Valid: true}}}, nil
+}
+
+// A cut by the leader reaches GET /v1/multipliers of an enforcer that does
+// not lead, through Redis: the reason in words and since when, with the
+// source the metric says.
+func TestMultipliersExplainedOnAnotherInstance(t *testing.T) {
+	r := testenv.StartRedis(t)
+	cs := coord.Settings{Prefix: "explained:", PollInterval: 50 * time.Millisecond}
+	pub, err := coord.NewPublisher(r.Client(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	law, err := controller.NewLaw(controller.Settings{Tiers: []controller.Tier{{Name: "premium", Priority: 1}, {Name: "free", Priority: 10}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	at := time.Now().Truncate(time.Second)
+	loop, err := controller.NewLoop(law, overloaded{}, pub, localLease{}, nil, controller.WithClock(&oneTick{now: at, cancel: cancel}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := coord.NewSubscriber(r.Client(), cs, nil) // the other instance: its own subscriber
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(sctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	testenv.WaitFor(t, 10*time.Second, "the enforcer holds the cut", func() bool { return sub.Multiplier("free") == 0.5 })
+
+	var cfg policy.Config
+	if err := json.Unmarshal([]byte(`{"tiers":{"free":{"rate":10,"period":"1s","priority":10},"premium":{"rate":100,"period":"1s","priority":1}}}`), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	status := &multiplierStatus{tiers: func() []string { return []string{"premium", "free"} }, m: &pinned{src: sub, now: time.Now}}
+	srv, err := admin.New(context.Background(), admin.Settings{Initial: cfg, Multipliers: status,
+		Tokens: map[string]admin.Token{"ops": {Token: testenv.WriteToken, Role: admin.RoleRead}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	_, body := testenv.Call(t, "GET", hs.URL+"/v1/multipliers", "", "Authorization", "Bearer "+testenv.WriteToken)
+	for _, want := range []string{`"tier":"free","multiplier":0.5,"source":"controller"`,
+		`"reason":"decrease: latency 0.82s \u003e target 0.25s","since":"` + at.UTC().Format(time.RFC3339) + `"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /v1/multipliers lacks %s:\n%s", want, body)
+		}
 	}
 }
