@@ -139,8 +139,8 @@ func (sv *Server) putPin(c echo.Context) error {
 	if err := policy.CheckMultiplier(f+".multiplier", b.Multiplier); err != nil {
 		return err
 	}
-	if b.TTL.D() < time.Second || b.TTL.D() > policy.MaxPinTTL {
-		return fieldErr(f+".ttl", "%v: want 1s..%v", b.TTL, policy.MaxPinTTL)
+	if ttl := policy.Durations(time.Second, policy.MaxPinTTL); b.TTL.D() < ttl.MinDur || b.TTL.D() > ttl.MaxDur {
+		return fieldErr(f+".ttl", "%v: %s", b.TTL, ttl.Want())
 	}
 	existed := false
 	snap, err := sv.write(c, func(s *policy.Snapshot) (policy.Change, error) {

@@ -93,3 +93,13 @@ func TestUnsupportedMethodIs405(t *testing.T) {
 	want(t, f.do("GET", "/v1/nothing", readTok, nil), http.StatusNotFound)
 	want(t, f.do("PATCH", "/v1/tiers/free", "", `{}`), http.StatusUnauthorized) // auth first: no map of the API for strangers
 }
+
+// A pin's TTL out of bounds names them as people write them.
+func TestPinTTLBoundMessage(t *testing.T) {
+	f := newFixture(t)
+	r := f.do("POST", "/v1/multipliers/free/pin", writeTok, `{"multiplier":0.5,"ttl":"1000h"}`)
+	want(t, r, http.StatusBadRequest)
+	if e := r.obj(t)["error"]; e != "pins.free.ttl: 1000h: want 1s..30d" {
+		t.Fatalf("error %q", e)
+	}
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,6 +46,24 @@ func TestDurationBoundMessages(t *testing.T) {
 		var fe *FieldError
 		if err := ValidateConfig(cfg); !errors.As(err, &fe) || fe.Field+": "+fe.Msg != c.want {
 			t.Errorf("period %v: %v, want %q", c.period, err, c.want)
+		}
+	}
+}
+
+// Every duration bound in an error is written so: max_wait, lease.ttl.
+func TestDurationBoundsInRuleMessages(t *testing.T) {
+	for _, c := range []struct {
+		edit func(*Rule)
+		want string
+	}{
+		{func(r *Rule) { r.Mode, r.MaxWait = "delay", Duration(time.Hour) }, "1h: delay mode needs 0 < max_wait <= "},
+		{func(r *Rule) { r.Lease = &Lease{Size: 1, TTL: Duration(time.Hour)} }, "1h: want 0 (1s).."},
+	} {
+		cfg := testConfig()
+		c.edit(&cfg.Rules[0])
+		err := ValidateConfig(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "0m0s") || strings.Contains(err.Error(), "m0s") {
+			t.Errorf("%v, want %q with the bound written short", err, c.want)
 		}
 	}
 }
