@@ -235,6 +235,7 @@ func (l *Law) Init(now time.Time) State {
 // measurement and without a cap, a cut sets no cap.
 func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
+	l.explainBounds(st, &next, now)
 	next.At = now
 	cond, worst, keep, driver := l.assess(in, now)
 	next.Condition = cond

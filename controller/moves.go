@@ -59,6 +59,20 @@ func (s *State) explain(driver Signal, blind time.Duration, now time.Time) {
 	}
 }
 
+// explainBounds gives each tier of next whose multiplier its bounds moved
+// (a law with another floor or ceiling than st's) the reason
+// "hold: floor F, ceiling C" and the time now.
+func (l *Law) explainBounds(st State, next *State, now time.Time) {
+	for i := range next.Tiers {
+		ts, t := &next.Tiers[i], l.tiers[i]
+		if old, ok := st.Multiplier(ts.Name); ok && old != ts.Multiplier {
+			ts.Reason = ActionHold.String() + ": floor " + strconv.FormatFloat(t.Floor, 'g', 3, 64) +
+				", ceiling " + strconv.FormatFloat(t.Ceiling, 'g', 3, 64)
+			ts.Since, ts.Driver = now, Signal{}
+		}
+	}
+}
+
 // logMoves logs one INFO line per tier whose multiplier differs between
 // before and after: tier, from, to, action, signal, value, target (the
 // signal's; absent for a recovery) and reason.

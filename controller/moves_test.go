@@ -106,3 +106,31 @@ func TestMoveReasons(t *testing.T) {
 		t.Fatalf("saturation cut: reason %q", got)
 	}
 }
+
+// A new law whose bounds move a tier's multiplier says so: the tier's
+// reason and since change with it, and the leader logs the change.
+func TestNewBoundsExplained(t *testing.T) {
+	h := newHarness(2)
+	h.src.read = func(_ int, now time.Time) (Input, error) { // in the band: the law holds
+		return Input{Signals: []Signal{{Name: "latency_p99", Value: 0.9, Target: 1, Valid: true, At: now}}}, nil
+	}
+	var buf testenv.SyncBuffer
+	l := h.loop(t, nil, WithLogger(jsonLogger(&buf)))
+	st := l.State()
+	st.Tiers[2].Multiplier = 0.2 // free, in priority order
+	l.state = st
+	s := threeTiers()
+	s.Tiers[0].Floor = 0.4
+	if err := l.SetLaw(mustLaw(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, l)
+	free := l.State().Tiers[2]
+	if free.Multiplier != 0.4 || free.Reason != "hold: floor 0.4, ceiling 1" || !free.Since.Equal(t0) {
+		t.Fatalf("free after the new floor: %+v", free)
+	}
+	lines := logLines(t, buf.String(), msgMultiplierChanged)
+	if len(lines) != 1 || lines[0]["from"] != 0.2 || lines[0]["to"] != 0.4 || lines[0]["action"] != "hold" || lines[0]["reason"] != free.Reason {
+		t.Fatalf("logged %v, want one line 0.2 → 0.4 for the bounds", lines)
+	}
+}
