@@ -274,37 +274,15 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 	if err := m.Validate(p.s.MaxMultiplier); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	at := m.At.UnixMilli()
-	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons}
-	for t, since := range m.Since {
-		if mm.Since == nil {
-			mm.Since = map[string]int64{}
-		}
-		mm.Since[t] = since.UnixMilli()
-	}
-	msg, err := json.Marshal(mm)
-	if err != nil { // unreachable: validated floats always encode
-		return fmt.Errorf("coord: encoding multipliers: %w", err)
-	}
 	token, fence := "", uint64(0)
 	if l := p.s.Lease; l != nil {
 		if token, fence = l.token, l.Fence(); fence == 0 {
 			return fmt.Errorf("%w: lease %q never acquired", ErrFenced, l.key)
 		}
 	}
-	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)))
-	args = append(args, m.Epoch, at, msg, token, fence)
-	for t, v := range m.Tiers {
-		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	for t, v := range m.Rates {
-		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	for t, r := range m.Reasons {
-		args = append(args, multReasonPrefix+t, r)
-	}
-	for t, since := range m.Since {
-		args = append(args, multSincePrefix+t, since.UnixMilli())
+	args, err := publishArgs(m, token, fence)
+	if err != nil {
+		return err
 	}
 	res, err := multPublishScript.Run(ctx, p.c, p.keys, args...).Result()
 	if err != nil {
@@ -324,6 +302,37 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 		return fmt.Errorf("%w: epoch %d, redis holds %s", ErrStaleEpoch, m.Epoch, stored)
 	}
 	return fmt.Errorf("%w: publish: got %v", ErrBadReply, arr)
+}
+
+// publishArgs is the ARGV of multPublishScript for m.
+func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
+	at := m.At.UnixMilli()
+	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons}
+	for t, since := range m.Since {
+		if mm.Since == nil {
+			mm.Since = map[string]int64{}
+		}
+		mm.Since[t] = since.UnixMilli()
+	}
+	msg, err := json.Marshal(mm)
+	if err != nil { // unreachable: validated floats always encode
+		return nil, fmt.Errorf("coord: encoding multipliers: %w", err)
+	}
+	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)))
+	args = append(args, m.Epoch, at, msg, token, fence)
+	for t, v := range m.Tiers {
+		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for t, v := range m.Rates {
+		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for t, r := range m.Reasons {
+		args = append(args, multReasonPrefix+t, r)
+	}
+	for t, since := range m.Since {
+		args = append(args, multSincePrefix+t, since.UnixMilli())
+	}
+	return args, nil
 }
 
 // Load returns the published multipliers (found false when nothing was
