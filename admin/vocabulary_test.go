@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -102,4 +103,14 @@ func TestPinTTLBoundMessage(t *testing.T) {
 	if e := r.obj(t)["error"]; e != "pins.free.ttl: 1000h: want 1s..30d" {
 		t.Fatalf("error %q", e)
 	}
+}
+
+// Read-only resources answer an unserved method 405 too, not 409.
+func TestUnsupportedMethodIs405WhenReadOnly(t *testing.T) {
+	f := newFixture(t, func(s *Settings) {
+		s.ReadOnly = func(string) error { return errors.New("the configuration file owns it") }
+	})
+	r := f.do("PATCH", "/v1/tiers/free", writeTok, `{}`)
+	want(t, r, http.StatusMethodNotAllowed)
+	want(t, f.do("PUT", "/v1/tiers/free", writeTok, `{}`), http.StatusConflict)
 }
