@@ -245,7 +245,9 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	changed, blind := false, time.Duration(0)
 	switch cond {
 	case ConditionOverloaded:
-		driver = keep.sig
+		if keep.sig.Name != "" { // else no signal asked to keep less than all: the worst drove it
+			driver = keep.sig
+		}
 		changed = l.decrease(&next, keep, in.Admitted, now)
 	case ConditionHealthy:
 		room := math.Inf(1) // a signal at or below 0 leaves all the room there is

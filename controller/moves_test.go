@@ -105,6 +105,11 @@ func TestMoveReasons(t *testing.T) {
 	if got := law.Step(law.Init(t0), sat, t0).Tiers[2].Reason; got != "decrease: saturation 0.3 > target 0.1" {
 		t.Fatalf("saturation cut: reason %q", got)
 	}
+	// A signal over its target that asks to keep all the load still names it.
+	all := Input{Signals: []Signal{{Name: "saturation", Value: 0.3, Target: 0.1, Valid: true, Keep: 1}}}
+	if got := law.Step(law.Init(t0), all, t0).Tiers[2].Reason; got != "decrease: saturation 0.3 > target 0.1" {
+		t.Fatalf("cut keeping all: reason %q", got)
+	}
 }
 
 // A new law whose bounds move a tier's multiplier says so: the tier's
