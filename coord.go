@@ -123,22 +123,31 @@ func (t *tierTable) TierOf(client string) (string, bool) {
 	return "", false
 }
 
-// multiplierStatus reports what the enforcer applies, for GET /v1/multipliers.
+// multiplierStatus reports what the enforcer applies, for GET /v1/multipliers:
+// the controller's multipliers (the admin API applies pins itself), their
+// source in throttled_effective_multiplier's words, when they were
+// published, and why each tier last moved and since when.
 type multiplierStatus struct {
 	tiers func() []string
-	src   multiplier.Source
-	sub   *coord.Subscriber // nil in embedded mode
+	m     *pinned
 }
 
 func (m *multiplierStatus) Multipliers() []admin.MultiplierStatus {
-	source, at := "controller", time.Now()
-	if m.sub != nil {
-		snap := m.sub.Snapshot()
-		source, at = snap.Origin.String(), snap.At
+	source := m.m.origin()
+	var set multiplier.Set
+	switch src := m.m.src.(type) {
+	case *coord.Subscriber:
+		snap := src.Snapshot()
+		set = multiplier.Set{At: snap.At, Reasons: snap.Reasons, Since: snap.Since}
+	case *localMultipliers:
+		if cur := src.cur.Load(); cur != nil {
+			set = *cur
+		}
 	}
 	var out []admin.MultiplierStatus
 	for _, t := range m.tiers() {
-		out = append(out, admin.MultiplierStatus{Tier: t, Multiplier: m.src.Multiplier(t), Source: source, UpdatedAt: at})
+		out = append(out, admin.MultiplierStatus{Tier: t, Multiplier: m.m.src.Multiplier(t), Source: source,
+			UpdatedAt: set.At, Reason: set.Reasons[t], Since: set.Since[t]})
 	}
 	return out
 }

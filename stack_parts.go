@@ -42,8 +42,7 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	status := &multiplierStatus{tiers: s.tierNames, src: s.mults}
-	status.sub, _ = s.mults.src.(*coord.Subscriber)
+	status := &multiplierStatus{tiers: s.tierNames, m: s.mults}
 	resets := prometheus.NewCounter(prometheus.CounterOpts{Name: "throttled_config_store_resets_total",
 		Help: "Times the config store was found reset (lost its data, or re-seeded) by the watcher or a refused admin write; the configuration in force is restored."})
 	if err := s.reg.Register(resets); err != nil {
@@ -293,7 +292,7 @@ func (s *Instance) buildInnerLoop(bm *bulkhead.Metrics) (*bulkhead.Gate, error) 
 	if err != nil {
 		return nil, err
 	}
-	loop, err := controller.NewConcurrencyLoop("upstream", law, gate, s.reg, nil)
+	loop, err := controller.NewConcurrencyLoop("upstream", law, gate, s.reg, nil, controller.WithLimitLog(s.log))
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@
 //	DELETE /v1/keys/{key}                remove the assignment
 //	GET    /v1/rules                     the ordered rules
 //	PUT    /v1/rules                     replace them all {"rules": [...]}
-//	GET    /v1/multipliers               multipliers in force, their age and source
+//	GET    /v1/multipliers               multipliers in force: source, age, reason, since
 //	GET    /v1/multipliers/{tier}/pin    a tier's pin
 //	POST   /v1/multipliers/{tier}/pin    pin {"multiplier": 0.5, "ttl": "10m"} (PUT too)
 //	DELETE /v1/multipliers/{tier}/pin    unpin
@@ -29,7 +29,14 @@
 //	GET    /v1/openapi.json              the OpenAPI 3 document (admin/openapi.json)
 //
 // Errors are {"error": "...", "field": "..."}; field is a path such as
-// "tiers.free.rate", "rules[2].key" or "assignments.k1.tier".
+// "tiers.free.rate", "rules[2].key" or "assignments.k1.tier". A method a
+// path does not serve is 405 with an Allow header.
+//
+// One vocabulary: durations are policy.Duration strings everywhere ("1s",
+// "1m", "24h"; a bucket's period and reset_after too), ages rounded
+// ("4.5s"); a multiplier's source is the source label of
+// throttled_effective_multiplier (controller, pin, stale, none); its
+// reason says why the controller last moved it and since says when.
 //
 // With Settings.ReadOnly a caller makes kinds of resources read-only (as
 // cmd/throttled's config.source: file does for tiers, keys and rules):

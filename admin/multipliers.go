@@ -11,14 +11,34 @@ import (
 )
 
 // multiplierView is one tier's multiplier in GET /v1/multipliers: the value
-// in force (a pin's when pinned), where it comes from and how old it is.
+// in force (a pin's when pinned), where it comes from (the source label of
+// throttled_effective_multiplier: controller, pin, stale or none), how old
+// it is, and why it last moved and since when.
 type multiplierView struct {
 	Tier       string           `json:"tier"`
 	Multiplier float64          `json:"multiplier"`
 	Source     string           `json:"source"`
 	UpdatedAt  *time.Time       `json:"updated_at,omitempty"`
 	Age        *policy.Duration `json:"age,omitempty"`
+	Reason     string           `json:"reason,omitempty"`
+	Since      *time.Time       `json:"since,omitempty"`
 	Pin        *policy.Pin      `json:"pin,omitempty"`
+}
+
+// sourceNone is the source of a multiplier nobody set: 1 applies.
+const sourceNone = "none"
+
+// age is d rounded to what tells: milliseconds under a second, tenths of
+// a second under a minute, whole seconds beyond ("4.5s", not
+// "4.524232514s").
+func age(d time.Duration) policy.Duration {
+	switch {
+	case d < time.Second:
+		return policy.Duration(d.Round(time.Millisecond))
+	case d < time.Minute:
+		return policy.Duration(d.Round(100 * time.Millisecond))
+	}
+	return policy.Duration(d.Round(time.Second))
 }
 
 type multiplierList struct {
@@ -41,17 +61,21 @@ func (sv *Server) listMultipliers(c echo.Context) error {
 	now := sv.s.Now()
 	views := map[string]*multiplierView{}
 	for name := range snap.Config.Tiers {
-		views[name] = &multiplierView{Tier: name, Multiplier: 1, Source: "default"}
+		views[name] = &multiplierView{Tier: name, Multiplier: 1, Source: sourceNone}
 	}
 	if sv.s.Multipliers != nil {
 		for _, st := range sv.s.Multipliers.Multipliers() {
-			v := &multiplierView{Tier: st.Tier, Multiplier: st.Multiplier, Source: st.Source}
+			v := &multiplierView{Tier: st.Tier, Multiplier: st.Multiplier, Source: st.Source, Reason: st.Reason}
+			if !st.Since.IsZero() {
+				since := st.Since.UTC()
+				v.Since = &since
+			}
 			if math.IsNaN(v.Multiplier) || math.IsInf(v.Multiplier, 0) { // JSON cannot carry it
 				v.Multiplier, v.Source = 0, "invalid ("+st.Source+")"
 			}
 			if !st.UpdatedAt.IsZero() {
-				at, age := st.UpdatedAt, policy.Duration(max(now.Sub(st.UpdatedAt), 0))
-				v.UpdatedAt, v.Age = &at, &age
+				at, a := st.UpdatedAt, age(max(now.Sub(st.UpdatedAt), 0))
+				v.UpdatedAt, v.Age = &at, &a
 			}
 			views[st.Tier] = v
 		}
@@ -59,6 +83,7 @@ func (sv *Server) listMultipliers(c echo.Context) error {
 	for name, p := range snap.ActivePins(now) {
 		if v := views[name]; v != nil {
 			v.Multiplier, v.Source, v.Pin = p.Multiplier, "pin", &p
+			v.Reason = "pinned until " + p.Until.UTC().Format(time.RFC3339)
 		}
 	}
 	list := multiplierList{Multipliers: make([]multiplierView, 0, len(views))}
@@ -114,8 +139,8 @@ func (sv *Server) putPin(c echo.Context) error {
 	if err := policy.CheckMultiplier(f+".multiplier", b.Multiplier); err != nil {
 		return err
 	}
-	if b.TTL.D() < time.Second || b.TTL.D() > policy.MaxPinTTL {
-		return fieldErr(f+".ttl", "%v: want 1s..%v", b.TTL, policy.MaxPinTTL)
+	if ttl := policy.Durations(time.Second, policy.MaxPinTTL); b.TTL.D() < ttl.MinDur || b.TTL.D() > ttl.MaxDur {
+		return fieldErr(f+".ttl", "%v: %s", b.TTL, ttl.Want())
 	}
 	existed := false
 	snap, err := sv.write(c, func(s *policy.Snapshot) (policy.Change, error) {

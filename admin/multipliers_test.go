@@ -72,7 +72,7 @@ func testPinExpiry(t *testing.T, f *fixture) {
 func TestMultipliersWithoutReader(t *testing.T) {
 	f := newFixture(t)
 	for _, m := range listMultipliers(t, f) {
-		if m.Multiplier != 1 || m.Source != "default" || m.Age != nil {
+		if m.Multiplier != 1 || m.Source != "none" || m.Age != nil {
 			t.Fatalf("%+v", m)
 		}
 	}

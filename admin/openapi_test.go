@@ -44,7 +44,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	param := regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 	var registered []string
 	for _, r := range srv.Echo().Routes() {
-		if r.Method == echo.RouteNotFound { // the group's catch-all, so 404s pass its auth
+		if r.Method == echo.RouteNotFound || strings.Contains(r.Name, "methodNotAllowed") { // the group's catch-all, so 404s pass its auth; the 405s
 			continue
 		}
 		registered = append(registered, r.Method+" "+param.ReplaceAllString(r.Path, "{$1}"))

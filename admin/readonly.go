@@ -16,8 +16,8 @@ const (
 	KindPins  = "pins"  // /v1/multipliers/{tier}/pin: policy.Snapshot.Pins
 )
 
-// readOnly refuses, with 409, the writes (any method but GET, HEAD and
-// OPTIONS) that Settings.ReadOnly refuses for their kind of resource.
+// readOnly refuses, with 409, the writes (POST, PUT and DELETE; a method
+// no route serves gets its 405) that Settings.ReadOnly refuses for their kind of resource.
 // It runs after authentication, so that only callers with a write token
 // learn why.
 func (sv *Server) readOnly(next echo.HandlerFunc) echo.HandlerFunc {
@@ -26,7 +26,8 @@ func (sv *Server) readOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 	return func(c echo.Context) error {
 		switch c.Request().Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		case http.MethodPost, http.MethodPut, http.MethodDelete:
+		default: // reads, and methods no route serves (405)
 			return next(c)
 		}
 		kind := kindOf(c.Path())

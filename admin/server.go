@@ -40,8 +40,13 @@ type MultiplierReader interface {
 type MultiplierStatus struct {
 	Tier       string    `json:"tier" yaml:"tier"`
 	Multiplier float64   `json:"multiplier" yaml:"multiplier"`
-	Source     string    `json:"source" yaml:"source"` // e.g. "controller", "stale", "default"
+	Source     string    `json:"source" yaml:"source"` // as throttled_effective_multiplier's source label: "controller", "stale" or "none"
 	UpdatedAt  time.Time `json:"updated_at" yaml:"updated_at"`
+	// Reason says why the controller last moved the tier's multiplier
+	// ("decrease: latency 0.82s > target 0.25s"), Since when; both zero
+	// when it never moved it.
+	Reason string    `json:"reason,omitempty" yaml:"reason,omitempty"`
+	Since  time.Time `json:"since" yaml:"since"`
 }
 
 // Settings configures a Server. Zero fields take the defaults named beside
@@ -168,34 +173,6 @@ func (sv *Server) start(ctx context.Context) error {
 		return fmt.Errorf("admin: Settings.Initial: %w", err)
 	}
 	return err
-}
-
-func (sv *Server) routes() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.HTTPErrorHandler = sv.handleError
-	e.Use(sv.metrics.middleware, recoverPanic)
-	g := e.Group("/v1", sv.auth.middleware, sv.readOnly)
-	g.GET("/tiers", sv.listTiers)
-	g.POST("/tiers", sv.createTier)
-	g.GET("/tiers/:name", sv.getTier)
-	g.PUT("/tiers/:name", sv.replaceTier)
-	g.DELETE("/tiers/:name", sv.deleteTier)
-	g.GET("/keys", sv.listKeys)
-	g.GET("/keys/:key", sv.getKey)
-	g.PUT("/keys/:key", sv.assignKey)
-	g.DELETE("/keys/:key", sv.unassignKey)
-	g.GET("/rules", sv.getRules)
-	g.PUT("/rules", sv.putRules)
-	g.GET("/multipliers", sv.listMultipliers)
-	g.GET("/multipliers/:tier/pin", sv.getPin)
-	g.POST("/multipliers/:tier/pin", sv.putPin)
-	g.PUT("/multipliers/:tier/pin", sv.putPin)
-	g.DELETE("/multipliers/:tier/pin", sv.deletePin)
-	g.GET("/audit", sv.getAudit)
-	g.GET("/top", sv.getTop)
-	g.GET("/openapi.json", sv.getOpenAPI)
-	return e
 }
 
 // ServeHTTP implements http.Handler.

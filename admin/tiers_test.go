@@ -27,7 +27,7 @@ func TestTiersCRUD(t *testing.T) {
 
 	r = f.do("GET", "/v1/tiers/gold", readTok, nil)
 	want(t, r, 200)
-	if r.etag() != created || r.obj(t)["period"] != "1m0s" || r.obj(t)["rate"] != 50.0 {
+	if r.etag() != created || r.obj(t)["period"] != "1m" || r.obj(t)["rate"] != 50.0 {
 		t.Fatalf("get: ETag %q (created %q) body %s", r.etag(), created, r.body)
 	}
 	want(t, f.do("GET", "/v1/tiers/nope", readTok, nil), http.StatusNotFound)

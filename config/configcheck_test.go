@@ -25,7 +25,7 @@ func TestConfigCheckReportsEveryError(t *testing.T) {
 		`line 8: controller.perod: unknown key; did you mean "period"?`,
 		`line 9: controller.latency_target: want a duration such as "1s" or "250ms", got "soon"`,
 		`line 11: tiers.free.rate: want an integer, got "ten"`,
-		"line 12: tiers.premium.period: 0s: want 1ms..8784h0m0s",
+		"line 12: tiers.premium.period: required: want 1ms..366d",
 		"line 12: tiers.premium.priority: 5000: want 0..1000",
 		"line 12: tiers.premium.rate: 0: want 1..1000000000000",
 		"line 13: tiers.gold: want a mapping of keys, got a list",

@@ -57,7 +57,7 @@ func TestConfigQuotaErrors(t *testing.T) {
 		{"calendar token bucket", strings.Replace(quotaConfig, "algorithm: fixed_window, align: calendar, priority: 1",
 			"align: calendar, priority: 1", 1), "line 5: tiers.free.align: calendar windows need algorithm fixed_window"},
 		{"calendar 2h", strings.Replace(quotaConfig, "limit: 10000, period: 24h", "limit: 10000, period: 2h", 1),
-			"line 14: rules[0].limits[1].period: 2h0m0s: calendar windows are 1m, 1h, 24h or 1mo"},
+			"line 14: rules[0].limits[1].period: 2h: calendar windows are 1m, 1h, 24h or 1mo"},
 		{"limit and limits", strings.Replace(quotaConfig, "    hide_client_headers: true\n",
 			"    limit: 5\n    hide_client_headers: true\n", 1), "line 11: rules[0].limit: set with limits"},
 		{"bad align", strings.Replace(quotaConfig, "align: calendar }", "align: daily }", 1),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ type ConcurrencyLoop struct {
 	clock Clock
 	met   concurrencyMetrics
 	sat   *saturation // nil when the gate does not count refusals
+	name  string
+	log   *slog.Logger
+	sum   limitSummary // touched only by Run
 
 	mu sync.Mutex // guards st for State
 	st GradientState
@@ -37,7 +41,7 @@ type ConcurrencyLoop struct {
 // NewConcurrencyLoop builds the loop for gate; name labels its metrics,
 // registered with reg (nil: not registered). Loops with different names
 // may share a registry. A nil clock means the wall clock.
-func NewConcurrencyLoop(name string, law *Gradient, gate Gate, reg prometheus.Registerer, clock Clock) (*ConcurrencyLoop, error) {
+func NewConcurrencyLoop(name string, law *Gradient, gate Gate, reg prometheus.Registerer, clock Clock, opts ...ConcurrencyOption) (*ConcurrencyLoop, error) {
 	switch {
 	case law == nil:
 		return nil, fmt.Errorf("%w: law is nil", ErrMissingDependency)
@@ -53,7 +57,11 @@ func NewConcurrencyLoop(name string, law *Gradient, gate Gate, reg prometheus.Re
 	if err != nil {
 		return nil, err
 	}
-	l := &ConcurrencyLoop{law: law, gate: gate, clock: clock, met: met, st: law.Init(clock.Now())}
+	l := &ConcurrencyLoop{law: law, gate: gate, clock: clock, met: met, st: law.Init(clock.Now()), name: name,
+		log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(l)
+	}
 	if _, ok := gate.(RefusalCounter); ok {
 		if l.sat, err = newSaturation(reg, name); err != nil {
 			return nil, err
@@ -90,10 +98,12 @@ func (l *ConcurrencyLoop) tick() {
 	n, avg, fastest, peak := l.gate.TakeWindow()
 	now := l.clock.Now()
 	l.mu.Lock()
+	prev := l.st.Permits()
 	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak}, now)
 	st := l.st
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())
+	l.note(prev, st, now)
 	l.met.stepped(st)
 	if rc, ok := l.gate.(RefusalCounter); ok && l.sat != nil {
 		asked, refused := rc.Refusals()

@@ -32,12 +32,12 @@ func (g *fakeGate) TakeWindow() (int, time.Duration, time.Duration, int) {
 
 func (g *fakeGate) SetLimit(n int) { g.limits = append(g.limits, n) }
 
-func newConcurrencyHarness(t *testing.T, ticks int, gate Gate, reg prometheus.Registerer) (*ConcurrencyLoop, *fakeClock, context.Context) {
+func newConcurrencyHarness(t *testing.T, ticks int, gate Gate, reg prometheus.Registerer, opts ...ConcurrencyOption) (*ConcurrencyLoop, *fakeClock, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c := &fakeClock{now: t0, ticks: ticks, cancel: cancel}
-	l, err := NewConcurrencyLoop("upstream", mustGradient(t, GradientSettings{MaxLimit: 40}), gate, reg, c)
+	l, err := NewConcurrencyLoop("upstream", mustGradient(t, GradientSettings{MaxLimit: 40}), gate, reg, c, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

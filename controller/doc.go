@@ -60,6 +60,16 @@
 // distrusted: the new leader keeps its shadow multipliers and publishes
 // them under a newer epoch.
 //
+// # Every move explained
+//
+// Each tier carries why its multiplier last changed ([TierState].Reason,
+// see [Reason]: "decrease: latency 0.82s > target 0.25s") and since when;
+// the published set carries both, so every enforcer can tell them. The
+// leader logs each change at INFO ("controller: multiplier changed": tier,
+// from, to, action, signal, value, target, reason, epoch) and nothing for
+// a hold. A [ConcurrencyLoop] given [WithLimitLog] summarises its limit
+// changes at most once per [LimitLogEvery].
+//
 // # Metrics
 //
 //   - throttled_tier_multiplier{tier}: the published multipliers; exported

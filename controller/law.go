@@ -93,6 +93,15 @@ type TierState struct {
 	Knee         float64
 	LastAction   Action
 	LastDecrease time.Time // zero until the first decrease
+	// Reason says in words why the multiplier last changed: the action and
+	// the signal that drove it against its target (see [Reason]); Since is
+	// when. Both are zero until the first change, and survive a change of
+	// leader (the published set carries them).
+	Reason string
+	Since  time.Time
+	// Driver is the signal that drove the last change (no Name for a
+	// recovery, or when it was adopted from another leader).
+	Driver Signal
 }
 
 // State is what the law carries from one step to the next. Step never
@@ -226,15 +235,19 @@ func (l *Law) Init(now time.Time) State {
 // measurement and without a cap, a cut sets no cap.
 func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
+	l.explainBounds(st, &next, now)
 	next.At = now
-	cond, worst, keep := l.assess(in, now)
+	cond, worst, keep, driver := l.assess(in, now)
 	next.Condition = cond
 	if cond != ConditionNoSignal {
 		next.LastValid = now
 	}
-	changed := false
+	changed, blind := false, time.Duration(0)
 	switch cond {
 	case ConditionOverloaded:
+		if keep.sig.Name != "" { // else no signal asked to keep less than all: the worst drove it
+			driver = keep.sig
+		}
 		changed = l.decrease(&next, keep, in.Admitted, now)
 	case ConditionHealthy:
 		room := math.Inf(1) // a signal at or below 0 leaves all the room there is
@@ -243,12 +256,13 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 		}
 		changed = l.increase(&next, ActionIncrease, room, in.Admitted, now)
 	case ConditionNoSignal:
-		if now.Sub(next.LastValid) >= l.s.HoldTimeout {
+		if blind = now.Sub(next.LastValid); blind >= l.s.HoldTimeout {
 			changed = l.increase(&next, ActionRecover, 1, nil, now)
 		}
 	}
 	if changed {
 		next.Epoch++
+		next.explain(driver, blind, now)
 	}
 	return next
 }
@@ -268,6 +282,7 @@ func (l *Law) normalize(st State, now time.Time) State {
 				ts.LastDecrease = old.LastDecrease
 				ts.Multiplier = clamp(old.Multiplier, t)
 				ts.Rate, ts.Knee = old.Rate, old.Knee
+				ts.Reason, ts.Since, ts.Driver = old.Reason, old.Since, old.Driver
 				break
 			}
 		}
@@ -314,29 +329,32 @@ func (l *Law) Usable(s Signal, now time.Time) bool {
 
 // reading is the fraction of the load to keep, as the overloaded signals
 // say: measured when the smallest came from a signal's own Keep, else
-// target/value, an estimate.
+// target/value, an estimate; sig is the signal that says it.
 type reading struct {
 	keep     float64
 	measured bool
+	sig      Signal
 }
 
 // assess reads the usable signals: the condition, the worst ratio of a
-// value to its target (−Inf when none is usable; never NaN) and the
-// fraction of the load to keep.
-func (l *Law) assess(in Input, now time.Time) (Condition, float64, reading) {
+// value to its target (−Inf when none is usable; never NaN), the
+// fraction of the load to keep and the signal with the worst ratio.
+func (l *Law) assess(in Input, now time.Time) (Condition, float64, reading, Signal) {
 	usable, over, healthy := false, false, true
-	worst, keep := math.Inf(-1), reading{keep: 1}
+	worst, keep, worstSig := math.Inf(-1), reading{keep: 1}, Signal{}
 	for _, s := range in.Signals {
 		if !l.Usable(s, now) {
 			continue
 		}
 		usable = true
-		worst = math.Max(worst, s.Value/s.Target)
+		if r := s.Value / s.Target; r > worst || worstSig.Name == "" {
+			worst, worstSig = math.Max(worst, r), s
+		}
 		if s.Value > s.Target {
 			over = true
-			k := reading{keep: s.Target / s.Value}
+			k := reading{keep: s.Target / s.Value, sig: s}
 			if s.Keep > 0 && s.Keep <= 1 {
-				k = reading{keep: s.Keep, measured: true}
+				k = reading{keep: s.Keep, measured: true, sig: s}
 			}
 			if k.keep < keep.keep {
 				keep = k
@@ -348,11 +366,11 @@ func (l *Law) assess(in Input, now time.Time) (Condition, float64, reading) {
 	}
 	switch {
 	case !usable:
-		return ConditionNoSignal, worst, keep
+		return ConditionNoSignal, worst, keep, worstSig
 	case over:
-		return ConditionOverloaded, worst, keep
+		return ConditionOverloaded, worst, keep, worstSig
 	case healthy:
-		return ConditionHealthy, worst, keep
+		return ConditionHealthy, worst, keep, worstSig
 	}
-	return ConditionBand, worst, keep
+	return ConditionBand, worst, keep, worstSig
 }

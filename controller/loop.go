@@ -89,8 +89,8 @@ func WithRand(rnd func() float64) Option {
 	}
 }
 
-// WithLogger sets where the loop logs failed reads, lease changes and
-// failed publishes. nil keeps the default, which discards.
+// WithLogger sets where the loop logs failed reads, lease changes, failed
+// publishes and, as the leader, every change of a multiplier (at INFO). nil keeps the default, which discards.
 func WithLogger(log *slog.Logger) Option {
 	return func(l *Loop) {
 		if log != nil {
@@ -200,6 +200,7 @@ func (l *Loop) tick(ctx context.Context) {
 	now := l.clock.Now()
 	law := l.law.Load()
 	l.mu.Lock()
+	before := l.state
 	l.state = law.Step(l.state, in, now)
 	st := l.state
 	l.mu.Unlock()
@@ -207,6 +208,7 @@ func (l *Loop) tick(ctx context.Context) {
 	if !publish {
 		return
 	}
+	logMoves(ctx, l.log, before, st)
 	l.met.stepped(st)
 	cctx, cancel := l.callCtx(ctx)
 	defer cancel()
@@ -309,6 +311,12 @@ func (s State) multipliers() multiplier.Set {
 	m := multiplier.Set{Tiers: make(map[string]float64, len(s.Tiers)), Epoch: s.Epoch, At: s.At}
 	for _, t := range s.Tiers {
 		m.Tiers[t.Name] = t.Multiplier
+		if t.Reason != "" && !t.Since.IsZero() {
+			if m.Reasons == nil {
+				m.Reasons, m.Since = map[string]string{}, map[string]time.Time{}
+			}
+			m.Reasons[t.Name], m.Since[t.Name] = t.Reason, t.Since
+		}
 		if t.Rate > 0 {
 			if m.Rates == nil {
 				m.Rates = map[string]float64{}
@@ -321,7 +329,7 @@ func (s State) multipliers() multiplier.Set {
 
 // Adopt continues st from multipliers m published by a previous leader,
 // at now. If m is no older than HoldTimeout its multipliers (clamped into
-// bounds) and rate caps replace st's; otherwise st's are kept. The epoch is at least m's,
+// bounds), rate caps and reasons replace st's; otherwise st's are kept. The epoch is at least m's,
 // and newer than m's unless the result is exactly m. Decrease times and
 // the hold clock stay st's.
 func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
@@ -331,6 +339,9 @@ func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
 	for i, t := range l.tiers {
 		v, ok := m.Tiers[t.Name]
 		if ok && fresh {
+			if r, since := m.Reasons[t.Name], m.Since[t.Name]; r != "" && !since.IsZero() {
+				next.Tiers[i].Reason, next.Tiers[i].Since, next.Tiers[i].Driver = r, since, Signal{}
+			}
 			next.Tiers[i].Multiplier = clamp(v, t)
 			next.Tiers[i].Rate = 0
 			if r := m.Rates[t.Name]; r > 0 && !math.IsInf(r, 0) && next.Tiers[i].Multiplier < t.Ceiling {

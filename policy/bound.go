@@ -57,7 +57,7 @@ func (b Bound) Want() string {
 	case len(b.Enum) > 0:
 		return "want " + quoteList(b.Enum)
 	case b.MaxDur > 0 && b.MinDur == 0:
-		return "want at most " + shortDur(b.MaxDur)
+		return "want at most " + boundDur(b.MaxDur)
 	case b.MaxDur > 0:
 		return "want " + b.DurationRange()
 	case b.Min == 0 && math.IsInf(b.Max, 1):
@@ -66,12 +66,14 @@ func (b Bound) Want() string {
 	return "want " + strconv.FormatFloat(b.Min, 'f', -1, 64) + ".." + strconv.FormatFloat(b.Max, 'f', -1, 64)
 }
 
-// DurationRange writes b's durations as "1ms..1h", as Want and the schemas
-// state them.
-func (b Bound) DurationRange() string { return shortDur(b.MinDur) + ".." + shortDur(b.MaxDur) }
+// DurationRange writes b's durations as "1ms..1h" or "1ms..366d", as Want
+// and the schemas state them.
+func (b Bound) DurationRange() string { return boundDur(b.MinDur) + ".." + boundDur(b.MaxDur) }
 
-// shortDur writes 1h rather than 1h0m0s.
-func shortDur(d time.Duration) string {
+// FormatDuration writes d the one way throttled writes a duration: Go's
+// form without trailing zero units, "1h" rather than "1h0m0s", "1m30s",
+// "250ms". It reads back with time.ParseDuration.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -80,6 +82,16 @@ func shortDur(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// boundDur writes a bound as people write it: a whole number of days
+// beyond one in days ("366d", not "8784h"), else as FormatDuration.
+func boundDur(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return FormatDuration(d)
 }
 
 // number reports whether x is within b's range (NaN never is).
@@ -151,11 +163,14 @@ func checkNum[T int64 | float64](b Bound, field string, v T) error {
 	return nil
 }
 
-// checkDur refuses d outside b's durations, written as Go writes the
-// value ("0s: want 1ms..8784h0m0s").
+// checkDur refuses d outside b's durations ("9000h: want 1ms..366d"), a
+// missing one when b is Required ("required: want 1ms..366d").
 func (b Bound) checkDur(field string, d Duration) error {
-	if !b.duration(d.D()) {
-		return fieldErr(field, "%v: want %v..%v", d, b.MinDur, b.MaxDur)
+	switch {
+	case d == 0 && b.Required:
+		return fieldErr(field, "required: %s", b.Want())
+	case !b.duration(d.D()):
+		return fieldErr(field, "%s: %s", FormatDuration(d.D()), b.Want())
 	}
 	return nil
 }

@@ -12,16 +12,16 @@ import (
 )
 
 // Duration is a time.Duration written in JSON and YAML as a Go duration
-// string ("1s", "250ms", "1h30m"). Negative or unparsable values are errors
+// string ("1s", "250ms", "1h30m"; as FormatDuration writes it). Negative or unparsable values are errors
 // naming the value.
 type Duration time.Duration
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-func (d Duration) String() string { return time.Duration(d).String() }
+func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
 
-// MarshalText writes d as a Go duration string, Month as "1mo".
+// MarshalText writes d as FormatDuration does, Month as "1mo".
 func (d Duration) MarshalText() ([]byte, error) {
 	if d == Month {
 		return []byte("1mo"), nil

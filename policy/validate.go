@@ -204,7 +204,7 @@ func validateMode(p string, r Rule) []error {
 	var errs errList
 	errs.add(ruleBounds["mode"].checkEnum(p+".mode", r.Mode), ruleBounds["fallback"].checkEnum(p+".fallback", r.Fallback))
 	if mw := ruleBounds["max_wait"].MaxDur; r.Mode == "delay" && (r.MaxWait <= 0 || r.MaxWait.D() > mw) {
-		errs.add(fieldErr(p+".max_wait", "%v: delay mode needs 0 < max_wait <= %v", r.MaxWait, mw))
+		errs.add(fieldErr(p+".max_wait", "%v: delay mode needs 0 < max_wait <= %s", r.MaxWait, boundDur(mw)))
 	}
 	if r.Mode != "delay" && r.MaxWait != 0 {
 		errs.add(fieldErr(p+".max_wait", "%v: only delay mode waits", r.MaxWait))
@@ -224,7 +224,7 @@ func validateLease(p string, r Rule) []error {
 	var errs errList
 	errs.add(checkNum(ruleBounds["lease.size"], p+".lease.size", l.Size))
 	if b := ruleBounds["lease.ttl"]; l.TTL < 0 || l.TTL.D() > b.MaxDur {
-		errs.add(fieldErr(p+".lease.ttl", "%v: want 0 (1s) ..%v", l.TTL, b.MaxDur))
+		errs.add(fieldErr(p+".lease.ttl", "%v: want 0 (1s)..%s", l.TTL, boundDur(b.MaxDur)))
 	}
 	switch {
 	case r.Limit == 0 || len(errs) > 0:

@@ -104,6 +104,10 @@ const (
 	multFieldEpoch = "_epoch"
 	multFieldAt    = "_at"
 	multRatePrefix = "_rate:" // + tier: the tier's rate cap (readers before caps ignore it)
+	// + tier: why the tier last moved, and since when (unix ms); readers
+	// before them ignore them.
+	multReasonPrefix = "_reason:"
+	multSincePrefix  = "_since:"
 )
 
 // parseMultiplierHash reads a published hash (HGETALL). Unknown "_" fields are
@@ -123,6 +127,9 @@ func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
 	}
 	m.Epoch, m.At = epoch, time.UnixMilli(at)
 	for f, s := range h {
+		if err := parseExplained(&m, f, s); err != nil {
+			return m, err
+		}
 		if tier, ok := strings.CutPrefix(f, multRatePrefix); ok {
 			if m.Rates == nil {
 				m.Rates = map[string]float64{}
@@ -142,12 +149,36 @@ func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
 	return m, nil
 }
 
+// parseExplained reads hash field f into m's Reasons or Since if it is one
+// of theirs.
+func parseExplained(m *multiplier.Set, f, v string) error {
+	if tier, ok := strings.CutPrefix(f, multReasonPrefix); ok {
+		if m.Reasons == nil {
+			m.Reasons = map[string]string{}
+		}
+		m.Reasons[tier] = v
+	}
+	if tier, ok := strings.CutPrefix(f, multSincePrefix); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: multipliers since of tier %q: %v", ErrBadReply, tier, err)
+		}
+		if m.Since == nil {
+			m.Since = map[string]time.Time{}
+		}
+		m.Since[tier] = time.UnixMilli(ms)
+	}
+	return nil
+}
+
 // multiplierMessage is the pub/sub form of a multiplier.Set.
 type multiplierMessage struct {
-	Epoch uint64             `json:"epoch"`
-	At    int64              `json:"at"` // unix ms
-	Tiers map[string]float64 `json:"tiers"`
-	Rates map[string]float64 `json:"rates,omitempty"`
+	Epoch   uint64             `json:"epoch"`
+	At      int64              `json:"at"` // unix ms
+	Tiers   map[string]float64 `json:"tiers"`
+	Rates   map[string]float64 `json:"rates,omitempty"`
+	Reasons map[string]string  `json:"reasons,omitempty"`
+	Since   map[string]int64   `json:"since,omitempty"` // unix ms
 }
 
 func parseMultiplierMessage(payload string) (multiplier.Set, error) {
@@ -161,7 +192,14 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 	if msg.Tiers == nil {
 		msg.Tiers = map[string]float64{}
 	}
-	return multiplier.Set{Tiers: msg.Tiers, Rates: msg.Rates, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}, nil
+	m := multiplier.Set{Tiers: msg.Tiers, Rates: msg.Rates, Reasons: msg.Reasons, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}
+	for tier, ms := range msg.Since {
+		if m.Since == nil {
+			m.Since = map[string]time.Time{}
+		}
+		m.Since[tier] = time.UnixMilli(ms)
+	}
+	return m, nil
 }
 
 // multPublishScript replaces the hash unless it holds a newer epoch, then
@@ -236,24 +274,15 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 	if err := m.Validate(p.s.MaxMultiplier); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	at := m.At.UnixMilli()
-	msg, err := json.Marshal(multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates})
-	if err != nil { // unreachable: validated floats always encode
-		return fmt.Errorf("coord: encoding multipliers: %w", err)
-	}
 	token, fence := "", uint64(0)
 	if l := p.s.Lease; l != nil {
 		if token, fence = l.token, l.Fence(); fence == 0 {
 			return fmt.Errorf("%w: lease %q never acquired", ErrFenced, l.key)
 		}
 	}
-	args := make([]any, 0, 5+2*len(m.Tiers)+2*len(m.Rates))
-	args = append(args, m.Epoch, at, msg, token, fence)
-	for t, v := range m.Tiers {
-		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	for t, v := range m.Rates {
-		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
+	args, err := publishArgs(m, token, fence)
+	if err != nil {
+		return err
 	}
 	res, err := multPublishScript.Run(ctx, p.c, p.keys, args...).Result()
 	if err != nil {
@@ -273,6 +302,37 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 		return fmt.Errorf("%w: epoch %d, redis holds %s", ErrStaleEpoch, m.Epoch, stored)
 	}
 	return fmt.Errorf("%w: publish: got %v", ErrBadReply, arr)
+}
+
+// publishArgs is the ARGV of multPublishScript for m.
+func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
+	at := m.At.UnixMilli()
+	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons}
+	for t, since := range m.Since {
+		if mm.Since == nil {
+			mm.Since = map[string]int64{}
+		}
+		mm.Since[t] = since.UnixMilli()
+	}
+	msg, err := json.Marshal(mm)
+	if err != nil { // unreachable: validated floats always encode
+		return nil, fmt.Errorf("coord: encoding multipliers: %w", err)
+	}
+	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)))
+	args = append(args, m.Epoch, at, msg, token, fence)
+	for t, v := range m.Tiers {
+		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for t, v := range m.Rates {
+		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	for t, r := range m.Reasons {
+		args = append(args, multReasonPrefix+t, r)
+	}
+	for t, since := range m.Since {
+		args = append(args, multSincePrefix+t, since.UnixMilli())
+	}
+	return args, nil
 }
 
 // Load returns the published multipliers (found false when nothing was

@@ -55,6 +55,10 @@ type Snapshot struct {
 	Age        time.Duration // since this instance received them; 0 when Origin is OriginNone
 	Origin     Origin        // none, redis or stale
 	Subscribed bool          // the pub/sub subscription is up (never with PollOnly)
+	// Reasons and Since say why each tier last moved and when, as the
+	// controller published them (copies; a tier absent has not moved).
+	Reasons map[string]string
+	Since   map[string]time.Time
 }
 
 // Timing of the subscription. A silent subscription is pinged after
@@ -140,6 +144,7 @@ func (s *Subscriber) Snapshot() Snapshot {
 	}
 	now := s.s.Now()
 	snap.Tiers = maps.Clone(p.set.Tiers)
+	snap.Reasons, snap.Since = maps.Clone(p.set.Reasons), maps.Clone(p.set.Since)
 	snap.Epoch, snap.At, snap.Age = p.set.Epoch, p.set.At, now.Sub(p.received)
 	snap.Origin = OriginRedis
 	if p.stale(now) {

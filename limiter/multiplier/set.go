@@ -30,7 +30,16 @@ type Set struct {
 	Rates map[string]float64
 	Epoch uint64    // at most MaxEpoch
 	At    time.Time // when the controller stepped
+	// Reasons says, for a tier whose multiplier the controller moved, why
+	// it last moved, in words ("decrease: latency 0.82s > target 0.25s");
+	// Since is when. A tier absent from them has not moved (or was moved
+	// by a controller that did not say). At most MaxReasonLen bytes each.
+	Reasons map[string]string
+	Since   map[string]time.Time
 }
+
+// MaxReasonLen bounds the bytes of one reason.
+const MaxReasonLen = 256
 
 // Validate reports every problem of s, each naming its tier, in tier
 // order. Tier names must not be empty or start with "_" (reserved for the
@@ -59,6 +68,19 @@ func (s *Set) Validate(max float64) error {
 			errs = append(errs, fmt.Errorf("%w: rate tier name %q must not be empty or start with '_'", ErrInvalid, t))
 		case !(v > 0 && v <= MaxRate): // NaN fails too
 			errs = append(errs, fmt.Errorf("%w: tier %q: rate %v must be in (0, %g]", ErrInvalid, t, v, float64(MaxRate)))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.Reasons)) {
+		switch {
+		case t == "" || strings.HasPrefix(t, "_"):
+			errs = append(errs, fmt.Errorf("%w: reason tier name %q must not be empty or start with '_'", ErrInvalid, t))
+		case len(s.Reasons[t]) > MaxReasonLen:
+			errs = append(errs, fmt.Errorf("%w: tier %q: reason longer than %d bytes", ErrInvalid, t, MaxReasonLen))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.Since)) {
+		if t == "" || strings.HasPrefix(t, "_") {
+			errs = append(errs, fmt.Errorf("%w: since tier name %q must not be empty or start with '_'", ErrInvalid, t))
 		}
 	}
 	return errors.Join(errs...)
