@@ -58,7 +58,8 @@ func (l *leases) set(rules []policy.Rule) error {
 		ts := l.stores[set]
 		if ts == nil {
 			var err error
-			ts, err = tokenlease.New(l.shared, tokenlease.Settings{Size: set.Size, TTL: set.TTL.D(), Metrics: l.metrics})
+			ts, err = tokenlease.New(l.shared, tokenlease.Settings{Size: set.Size, TTL: set.TTL.D(),
+				MaxKeys: int(set.MaxKeys), Metrics: l.metrics})
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 const (
 	MaxLeaseSize   = 1_000_000
 	MaxLeaseTTL    = time.Minute
+	MaxLeaseKeys   = 10_000_000
 	MaxTiers       = 1000
 	MaxRules       = 1000
 	MaxAssignments = 100_000
@@ -93,6 +94,7 @@ var (
 		"lease":               {},
 		"lease.size":          {Min: 1, Max: MaxLeaseSize, Range: true, Required: true},
 		"lease.ttl":           {MaxDur: MaxLeaseTTL},
+		"lease.max_keys":      {Min: 0, Max: MaxLeaseKeys, Range: true},
 	}
 )
 

@@ -215,6 +215,10 @@ type Lease struct {
 	Size int64 `json:"size" yaml:"size"`
 	// TTL is how long unspent leased tokens live; 0 means 1 s.
 	TTL Duration `json:"ttl,omitempty" yaml:"ttl,omitempty"`
+	// MaxKeys bounds the keys an instance keeps leases for, the key idle
+	// longest evicted first (its unspent tokens are lost: it under-admits);
+	// 0 means 100,000.
+	MaxKeys int64 `json:"max_keys,omitempty" yaml:"max_keys,omitempty"`
 }
 
 // Config is the whole enforcement configuration: what the admin API edits,

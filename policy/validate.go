@@ -222,7 +222,8 @@ func validateLease(p string, r Rule) []error {
 		return nil
 	}
 	var errs errList
-	errs.add(checkNum(ruleBounds["lease.size"], p+".lease.size", l.Size))
+	errs.add(checkNum(ruleBounds["lease.size"], p+".lease.size", l.Size),
+		checkNum(ruleBounds["lease.max_keys"], p+".lease.max_keys", l.MaxKeys))
 	if b := ruleBounds["lease.ttl"]; l.TTL < 0 || l.TTL.D() > b.MaxDur {
 		errs.add(fieldErr(p+".lease.ttl", "%v: want 0 (1s)..%s", l.TTL, boundDur(b.MaxDur)))
 	}
