@@ -17,6 +17,10 @@ type SourceConfig struct {
 	// and the admin API refuses writes to tiers, rules and assignments
 	// (pins stay writable).
 	Source string `yaml:"source"`
+	// Watch (config.watch) re-reads the file when its content changes
+	// (checked every 5 s), as SIGHUP does: content, not mtime, since a
+	// Kubernetes ConfigMap update swaps a symlink.
+	Watch bool `yaml:"watch"`
 }
 
 // Source is config.source.
