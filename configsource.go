@@ -30,6 +30,7 @@ type configSource struct {
 	owner   *ownerRecord // nil: the embedded store, nobody else to tell
 	drift   prometheus.Gauge
 	written *policy.Config // what file mode last made the store hold; nil: nothing yet
+	wroteAt int64          // its store version: the watcher's older deliveries are stale
 	warned  int64          // the store version whose drift was last logged
 }
 
@@ -96,7 +97,7 @@ func (s *Instance) reconcile(ctx context.Context) error {
 				"version", snap.Version, "diff", diff)
 		}
 	}
-	c.written = &file
+	c.written, c.wroteAt = &file, snap.Version
 	c.drift.Set(0)
 	if c.owner != nil {
 		return c.owner.claim(ctx)
@@ -150,6 +151,9 @@ func (s *Instance) onStored(snap policy.Snapshot) {
 	c := s.src
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if snap.Version < c.wroteAt {
+		return // delivered late: reconcile has written since
+	}
 	file := c.filePolicy()
 	if !differ(snap.Config, file) {
 		c.drift.Set(0)
