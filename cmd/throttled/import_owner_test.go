@@ -38,3 +38,27 @@ func TestConfigImportRefusedInFileMode(t *testing.T) {
 		t.Fatalf("free after import --force: %s, want rate 9", body)
 	}
 }
+
+// `throttled admin` pins, re-pins and unpins a tier of a real serve with
+// the URL and token from THROTTLED_ADMIN_URL and THROTTLED_ADMIN_TOKEN,
+// fetching the ETag itself; a bad command line exits 2.
+func TestAdminCLIAgainstServe(t *testing.T) {
+	addrs := startServe(t, configtest.Serve(t, testenv.Upstream(t).URL, ""))
+	t.Setenv("THROTTLED_ADMIN_URL", "http://"+addrs["admin"])
+	t.Setenv("THROTTLED_ADMIN_TOKEN", testenv.WriteToken)
+	for _, args := range [][]string{{"admin", "pin", "free", "0.5"}, {"admin", "pin", "free", "1", "--ttl", "2m"}} {
+		if code, out, stderr := runCLI(t, args...); code != 0 || !strings.Contains(out, "free: pinned at") {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, stderr)
+		}
+	}
+	_, body := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/v1/multipliers/free/pin", "", "Authorization", "Bearer "+testenv.WriteToken)
+	if !strings.Contains(body, `"multiplier":1`) {
+		t.Fatalf("pin after re-pinning to 1: %s", body)
+	}
+	if code, out, stderr := runCLI(t, "admin", "unpin", "free"); code != 0 {
+		t.Fatalf("unpin: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "admin", "pin", "free"); code != 2 || !strings.Contains(stderr, "MULTIPLIER") {
+		t.Fatalf("pin without a multiplier: exit %d %s, want 2 with the usage", code, stderr)
+	}
+}
