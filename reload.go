@@ -20,6 +20,9 @@ const DefaultWatchInterval = 5 * time.Second
 // ErrNoStore is returned by Reload before the store has been set up.
 var ErrNoStore = errors.New("throttled: reload: no config store")
 
+// errStoreDown wraps a reload's error when the store did not answer.
+var errStoreDown = errors.New("throttled: reload: the config store does not answer")
+
 // Reload takes a newly loaded configuration file: it validates cfg first
 // (a bad one is refused and logged, nothing applied), names the changed
 // settings that only a restart applies in one warning, and then with
@@ -39,10 +42,12 @@ func (s *Instance) Reload(ctx context.Context, cfg *config.Config) error {
 		s.log.Warn("config reload: changed settings that take effect only at restart: "+strings.Join(changed, ", "),
 			"settings", changed)
 	}
-	s.src.file.Store(cfg)
+	prev := s.src.file.Swap(cfg)
 	if err := s.reconcile(ctx); err != nil {
-		s.log.Error("config reload: the store does not answer; the file is applied once it does", "err", err)
-		return fmt.Errorf("throttled: reload: %w", err)
+		s.src.file.CompareAndSwap(cfg, prev) // not applied: a later reload tries again
+		s.log.Error("config reload: the store does not answer: not applied; config.watch retries, or send SIGHUP again",
+			"err", err)
+		return fmt.Errorf("%w: %w", errStoreDown, err)
 	}
 	s.log.Info("config reloaded", "config_source", s.cfg.Source().String())
 	return nil
@@ -125,33 +130,36 @@ func (s *Instance) RunReloads(ctx context.Context, rs ReloadSettings) error {
 		case sig := <-rs.Signals:
 			s.log.Info("config reload requested", "signal", fmt.Sprint(sig))
 			seen = fileSum(rs.Path)
-			s.reloadFile(ctx, rs.Load, "")
+			_ = s.reloadFile(ctx, rs.Load, "")
 		case <-tick:
 			sum := fileSum(rs.Path)
 			if sum == nil || bytes.Equal(sum, seen) {
 				continue // unchanged, or mid-swap: the next tick sees it
 			}
 			seen = sum
-			s.reloadFile(ctx, rs.Load, rs.Path)
+			if errors.Is(s.reloadFile(ctx, rs.Load, rs.Path), errStoreDown) {
+				seen = nil // the next tick tries again
+			}
 		}
 	}
 }
 
-// reloadFile loads the file and reloads it. For a watched path (not "")
-// a file that says what is in force already is left alone, silently.
-func (s *Instance) reloadFile(ctx context.Context, load func() (*config.Config, error), path string) {
+// reloadFile loads the file and reloads it (errors are logged). For a
+// watched path (not "") a file that says what is in force already is left
+// alone, silently.
+func (s *Instance) reloadFile(ctx context.Context, load func() (*config.Config, error), path string) error {
 	cfg, err := load()
 	if err != nil {
 		s.log.Error("config reload refused: the file does not load; nothing applied", "err", err)
-		return
+		return err
 	}
 	if path != "" {
 		if cfg.SetDefaults(); reflect.DeepEqual(cfg, s.src.file.Load()) {
-			return
+			return nil
 		}
 		s.log.Info("config file changed: reloading", "path", path)
 	}
-	_ = s.Reload(ctx, cfg) // logged
+	return s.Reload(ctx, cfg)
 }
 
 // fileSum is the SHA-256 of path's content; nil when it cannot be read.

@@ -229,3 +229,35 @@ func TestBeginShutdownFailsReadyz(t *testing.T) {
 		t.Fatalf("/readyz after BeginShutdown: %d, want 503", code)
 	}
 }
+
+// A reload while the store does not answer is not applied, says so, and
+// config.watch applies the file on a later check once the store is back.
+func TestWatchRetriesWhileStoreDown(t *testing.T) {
+	rd := testenv.StartRedis(t)
+	path := testenv.WriteFile(t, testenv.ServeConfig("", rd.URL())+"config:\n  source: file\n  watch: true\n")
+	load := func() (*config.Config, error) { return config.LoadEnv(path, nil) }
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, logs := runLogged(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.RunReloads(ctx, ReloadSettings{Load: load, Path: path, Interval: 200 * time.Millisecond})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	rd.Pause()
+	src := strings.Replace(testenv.ServeConfig("", rd.URL()), "free:    { rate: 5,", "free:    { rate: 6,", 1)
+	if err := os.WriteFile(path, []byte(src+"config:\n  source: file\n  watch: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the reload to fail on the paused store", func() bool {
+		return strings.Contains(logs.String(), "the store does not answer: not applied")
+	})
+	rd.Resume()
+	testenv.WaitFor(t, 20*time.Second, "the file's rate 6 in the store once it answers", func() bool {
+		return storedConfig(t, rd.URL()).Config.Tiers["free"].Rate == 6
+	})
+}
