@@ -16,7 +16,7 @@ func (s *Instance) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{Registry: s.reg}))
 	mux.Handle("/healthz", enforce.HealthHandler())
-	mux.Handle("/readyz", s.ready)
+	mux.Handle("/readyz", s.readiness())
 	if s.cfg.Check.Enabled {
 		mux.Handle("/v1/check", s.checkHandler())
 	}

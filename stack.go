@@ -64,6 +64,8 @@ type Instance struct {
 	redisWatch     *redisWatch        // nil: no Redis (redislog.go)
 	redisLog       *slog.Logger       // folds the Redis users' warnings while it is down
 	memPolicy      *memoryPolicyWatch // nil: no Redis (memory_policy.go)
+	src            *configSource      // config.source and reloads (configsource.go)
+	stopping       atomic.Bool        // shutdown has begun: /readyz fails (shutdown.go)
 }
 
 func (s *Instance) buildStore(ctx context.Context) error {

@@ -57,8 +57,11 @@ func (s *Instance) buildAdmin(ctx context.Context) error {
 	if err := s.startAdmin(ctx, as); err != nil {
 		return err
 	}
-	s.startReconcile(ctx, st)
-	s.watcher, err = policy.NewWatcher(st, policy.WatcherSettings{OnChange: s.apply,
+	if err := s.newConfigSource(st); err != nil {
+		return err
+	}
+	s.startReconcile(ctx)
+	s.watcher, err = policy.NewWatcher(st, policy.WatcherSettings{OnChange: s.onStored,
 		OnError: func(err error) {
 			if errors.Is(err, policy.ErrStoreReset) {
 				resets.Inc()

@@ -50,6 +50,11 @@ type Config struct {
 	ConfigSource SourceConfig `yaml:"config"`
 	// MaxBodyBytes bounds a proxied request's body: 413 beyond it.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownDelay is how long serve keeps its listeners open after
+	// SIGTERM with /readyz failing, so that load balancers stop sending
+	// before the drain (a preStop sleep the distroless image cannot run).
+	// Zero (the default): close at once.
+	ShutdownDelay policy.Duration `yaml:"shutdown_delay"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →

@@ -17,6 +17,7 @@ import (
 // max_limit) are checked in validate.
 var configLimits = map[string]policy.Bound{
 	"upstream_timeout":                      policy.Durations(time.Millisecond, time.Hour),
+	"shutdown_delay":                        policy.Durations(0, 10*time.Minute),
 	"max_body_bytes":                        saying(policy.AtLeast(0), "want a positive number of bytes (0: the default, 10 MiB)"),
 	"controller.period":                     policy.Durations(100*time.Millisecond, time.Hour),
 	"controller.error_ratio_target":         saying(open(0, 1), "want a ratio in (0, 1)"),

@@ -12,11 +12,16 @@ import (
 type SourceConfig struct {
 	// Source is "store" (the default): the file seeds an empty store, the
 	// admin API edits the store from then on and later edits of the file
-	// are not applied (serve warns once when they differ). "file": the
-	// file is authoritative: serve makes the store equal to it at start,
-	// and the admin API refuses writes to tiers, rules and assignments
-	// (pins stay writable).
+	// are not applied (serve warns when they differ, at start and on each
+	// reload). "file": the file is authoritative: serve makes the store
+	// equal to it at start and on each reload (SIGHUP, config.watch), and
+	// the admin API refuses writes to tiers, rules and assignments (pins
+	// stay writable).
 	Source string `yaml:"source"`
+	// Watch (config.watch) re-reads the file when its content changes
+	// (checked every 5 s), as SIGHUP does: content, not mtime, since a
+	// Kubernetes ConfigMap update swaps a symlink.
+	Watch bool `yaml:"watch"`
 }
 
 // Source is config.source.
@@ -50,5 +55,5 @@ func FileOwns(kind string) error {
 		return nil
 	}
 	return fmt.Errorf("%s are read-only here: with config.source: file the configuration file is authoritative "+
-		"for tiers, rules and key assignments; change the file and restart (multiplier pins stay writable)", kind)
+		"for tiers, rules and key assignments; change the file and reload it (SIGHUP) (multiplier pins stay writable)", kind)
 }

@@ -47,6 +47,9 @@ var productMetrics = map[string]bool{
 	// admitted decisions that left their key near its limit.
 	"throttled_near_limit_total": true,
 
+	// 1 while the config file and the store differ (ThrottledConfigDrift).
+	"throttled_config_drift": true,
+
 	// the inner loop: the gate in front of the upstream and its law.
 	"throttled_concurrency_limit":                 true,
 	"throttled_concurrency_saturation":            true,

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled"
 	"github.com/throttledhq/throttled/config"
 	"github.com/throttledhq/throttled/policy"
@@ -62,7 +63,7 @@ func newSyncFlags(cmd string) *syncFlags {
 	case "export":
 		f.fs.StringVar(&f.config, "config", "", "configuration file whose redis settings to use")
 	case "import":
-		f.fs.BoolVar(&f.force, "force", false, "write whatever version the store holds")
+		f.fs.BoolVar(&f.force, "force", false, "write whatever version the store holds, also over an instance in config.source: file mode")
 		f.fs.StringVar(&f.ifVersion, "if-version", "", "write only over this store version (default: the version read at start)")
 	}
 	return f
@@ -105,6 +106,7 @@ func (f *syncFlags) env() []string {
 // syncStore is the store a subcommand works on.
 type syncStore struct {
 	st    policy.Store
+	rdb   redis.UniversalClient
 	name  string // the store for messages, without credentials
 	close func()
 }
@@ -128,7 +130,7 @@ func openStore(cfg *config.Config) (*syncStore, error) {
 	if cfg.Redis.URL == "" {
 		name = cfg.Redis.Where()
 	}
-	return &syncStore{st: st, name: name + " prefix " + cfg.Redis.Prefix, close: func() { _ = rdb.Close() }}, nil
+	return &syncStore{st: st, rdb: rdb, name: name + " prefix " + cfg.Redis.Prefix, close: func() { _ = rdb.Close() }}, nil
 }
 
 // load reads the stored configuration as the admin API serves it: a bad
@@ -294,6 +296,9 @@ func configImport(args []string, stdout io.Writer) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer s.close()
+	if err := throttled.CheckImport(ctx, s.rdb, d.cfg.Redis.Prefix); err != nil && !f.force {
+		return fmt.Errorf("import: %s: nothing written: %w", pos[0], err)
+	}
 	snap, wrote, err := policy.Replace(ctx, s.st, d.cfg.Policy(), rs)
 	var ve *policy.VersionError
 	switch {

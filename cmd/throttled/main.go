@@ -7,10 +7,12 @@
 //	throttled demo      simulated overload on embedded defaults, live table
 //	throttled script A  print the Lua script of algorithm A (for SCRIPT LOAD)
 //	throttled version   print the version (also throttled --version)
+//	throttled admin pin|unpin|tier set   admin API writes that handle the ETag (internal/adminclient)
 //	throttled healthcheck   GET the local /readyz, exit 0 or 1 (for distroless images)
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +20,7 @@ import (
 	"slices"
 
 	"github.com/throttledhq/throttled"
+	"github.com/throttledhq/throttled/internal/adminclient"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
@@ -62,6 +65,13 @@ func commands() map[string]func(args []string, stdout, stderr io.Writer) error {
 		"bench":       func(a []string, o, _ io.Writer) error { return benchCmd(a, o) },
 		"script":      func(a []string, o, _ io.Writer) error { return script(a, o) },
 		"healthcheck": healthcheck,
+		"admin": func(a []string, o, _ io.Writer) error {
+			err := adminclient.Command(a, os.Environ(), o)
+			if errors.Is(err, adminclient.ErrUsage) {
+				return &usageError{err.Error()}
+			}
+			return err
+		},
 		"version": func(a []string, o, _ io.Writer) error {
 			if err := parseFlags(newFlagSet("version", "", "print the version (also: throttled --version)"), a, o, 0); err != nil {
 				return err
@@ -90,6 +100,8 @@ commands:
             http: a hello-world served with and without the middleware (none, memory, redis, lease)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version (also --version)
+  admin     pin TIER MULTIPLIER [--ttl D], unpin TIER, tier set NAME --rate N …: admin API writes
+            that fetch the ETag themselves (--url, --token or THROTTLED_ADMIN_URL, THROTTLED_ADMIN_TOKEN)
   healthcheck  GET the local /readyz (--url), exit 0 when 2xx, else 1: for HEALTHCHECK and probes
 
 Run 'throttled <command> --help' for a command's flags.

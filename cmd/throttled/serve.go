@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,10 +52,18 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // reloads (throttled.Instance.RunReloads), never ends serve
+	defer signal.Stop(hup)
 	log := newLogger(stderr, cfg.Log.Level)
 	config.LogWarnings(log, warnings)
 	redis.SetLogger(redisLog{log}) // process-wide: this is main
-	return runServe(ctx, cfg, log, nil)
+	return serveWith(ctx, cfg, log, nil, &throttled.ReloadSettings{Path: f.config, Signals: hup,
+		Load: func() (*config.Config, error) {
+			c, w, err := config.LoadChecked(f.config, append(os.Environ(), env...), flags)
+			config.LogWarnings(log, w)
+			return c, err
+		}})
 }
 
 // env turns the set flags into environment overrides, which come last,
@@ -90,6 +99,14 @@ func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 // drains. When started is not nil it receives the bound addresses (for
 // tests).
 func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started chan<- map[string]string) error {
+	return serveWith(ctx, cfg, log, started, nil)
+}
+
+// serveWith is runServe reloading the file as rs says (nil: never). On
+// ctx's end /readyz fails at once, the listeners serve on for
+// shutdown_delay (load balancers stop sending), then close and drain.
+func serveWith(ctx context.Context, cfg *config.Config, log *slog.Logger, started chan<- map[string]string,
+	rs *throttled.ReloadSettings) error {
 	// Without an upstream this instance serves no traffic (the proxy is
 	// its only front; the rate limit service and check decide without
 	// one): a controller replica.
@@ -107,8 +124,11 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started
 		started <- addrs
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	ran := make(chan struct{})
-	go func() { defer close(ran); _ = t.Run(runCtx) }()
+	var loops sync.WaitGroup
+	loops.Go(func() { _ = t.Run(runCtx) })
+	if rs != nil {
+		loops.Go(func() { _ = t.RunReloads(runCtx, *rs) })
+	}
 	errc := make(chan error, len(servers))
 	for _, srv := range servers {
 		go func() { errc <- srv.serve() }()
@@ -118,6 +138,11 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started
 	case err = <-errc:
 		log.Error("server failed", "err", err)
 	}
+	t.BeginShutdown()
+	if d := cfg.ShutdownDelay.D(); d > 0 && err == nil {
+		log.Info("shutting down: /readyz fails; listeners close after shutdown_delay", "shutdown_delay", d.String())
+		time.Sleep(d)
+	}
 	log.Info("shutting down: draining in-flight requests")
 	drainCtx, drainCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer drainCancel()
@@ -125,7 +150,7 @@ func runServe(ctx context.Context, cfg *config.Config, log *slog.Logger, started
 		_ = srv.shutdown(drainCtx)
 	}
 	cancel() // controller releases its lease, heartbeat leaves
-	<-ran
+	loops.Wait()
 	return err
 }
 
