@@ -50,6 +50,10 @@ var productMetrics = map[string]bool{
 	// 1 while the config file and the store differ (ThrottledConfigDrift).
 	"throttled_config_drift": true,
 
+	// the lease table of lease rules: its keys and evictions at its bound.
+	"throttled_lease_keys":            true,
+	"throttled_lease_evictions_total": true,
+
 	// the inner loop: the gate in front of the upstream and its law.
 	"throttled_concurrency_limit":                 true,
 	"throttled_concurrency_saturation":            true,
