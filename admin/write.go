@@ -21,8 +21,18 @@ import (
 // failures and lost races with 503.
 func (sv *Server) write(c echo.Context, edit policy.Edit) (policy.Snapshot, error) {
 	who, _ := c.Get(ctxWho).(string)
+	var before, after [2]string // the effective default and anonymous tiers
+	watched := func(s *policy.Snapshot) (policy.Change, error) {
+		before[0], before[1] = s.Config.EffectiveTiers()
+		ch, err := edit(s)
+		after[0], after[1] = s.Config.EffectiveTiers()
+		return ch, err
+	}
 	snap, err := sv.doc.Update(c.Request().Context(), policy.Write{Who: who, Now: sv.s.Now,
-		MaxAuditEntryBytes: sv.s.MaxAuditEntryBytes, OnConflict: sv.metrics.conflicts.Inc}, edit)
+		MaxAuditEntryBytes: sv.s.MaxAuditEntryBytes, OnConflict: sv.metrics.conflicts.Inc}, watched)
+	if err == nil && before != after {
+		sv.warnMove(c, &snap.Config, before, after)
+	}
 	switch {
 	case errors.Is(err, policy.ErrStoreReset):
 		sv.s.Logger.Error("admin: write refused: the config store was reset", "err", err)
@@ -37,6 +47,33 @@ func (sv *Server) write(c echo.Context, edit policy.Edit) (policy.Snapshot, erro
 		return snap, httpErr(http.StatusServiceUnavailable, "", strings.TrimPrefix(err.Error(), "policy: "))
 	}
 	return snap, err
+}
+
+// warnMove tells the writer and the log that a write moved the clients
+// without an assignment or the anonymous ones to another tier: a tier
+// added or reprioritised while default_tier or anonymous_tier is not named
+// does so silently otherwise. cfg is the configuration written.
+func (sv *Server) warnMove(c echo.Context, cfg *policy.Config, before, after [2]string) {
+	who := "unassigned and anonymous clients"
+	switch {
+	case before[0] == after[0]:
+		who = "anonymous clients"
+	case before[1] == after[1] || before[0] != before[1] || after[0] != after[1]:
+		who = "unassigned clients"
+	}
+	from, to := before[0], after[0]
+	if before[0] == after[0] {
+		from, to = before[1], after[1]
+	}
+	msg := fmt.Sprintf("%s move from tier %s to %s", who, from, to)
+	switch {
+	case before[0] != after[0] && cfg.DefaultTier == "":
+		msg += " (default_tier is not named: they take the lowest-priority tier)"
+	case before[0] == after[0] && cfg.AnonymousTier == "":
+		msg += " (anonymous_tier is not named: they take the default tier)"
+	}
+	c.Response().Header().Add("Warning", `299 throttled "`+msg+`"`)
+	sv.s.Logger.Warn("admin: "+msg, "by", c.Get(ctxWho))
 }
 
 // etagOf is the strong ETag of a resource: a hash of its canonical JSON and

@@ -58,12 +58,8 @@ func (c *Config) implicitDefaultTier() string {
 	if c.DefaultTier != "" || len(c.Tiers) < 2 {
 		return ""
 	}
-	lowest := ""
-	for _, name := range slices.Sorted(maps.Keys(c.Tiers)) {
-		if lowest == "" || c.Tiers[name].Priority > c.Tiers[lowest].Priority {
-			lowest = name
-		}
-	}
+	pc := c.Policy()
+	lowest, _ := pc.EffectiveTiers()
 	who := "clients without an assignment and anonymous ones"
 	if c.AnonymousTier != "" {
 		who = "clients without an assignment"

@@ -63,3 +63,23 @@ func CompileRule(r Rule) (enforce.Rule, error) {
 
 // SortedTiers returns the names of tiers in order.
 func SortedTiers(tiers map[string]Tier) []string { return sortedKeys(tiers) }
+
+// EffectiveTiers are the tiers enforcement gives clients without an
+// assignment (def) and anonymous ones (anon): default_tier and
+// anonymous_tier when named, else the lowest-priority tier (the first by
+// name among equals) and def, as Compile's policy resolves them.
+func (c *Config) EffectiveTiers() (def, anon string) {
+	def = c.DefaultTier
+	if def == "" {
+		for _, name := range SortedTiers(c.Tiers) {
+			if def == "" || c.Tiers[name].Priority > c.Tiers[def].Priority {
+				def = name
+			}
+		}
+	}
+	anon = c.AnonymousTier
+	if anon == "" {
+		anon = def
+	}
+	return def, anon
+}
