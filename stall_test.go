@@ -18,7 +18,6 @@ import (
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/rls"
-	"github.com/throttledhq/throttled/limiter/rls/rlstest"
 )
 
 // stallConfig serves every front on the Redis at url: one per-key rule
@@ -79,14 +78,23 @@ var stallFronts = []stallFront{
 	{"proxy", func(d time.Duration) time.Duration { return d / 4 }, proxyStallCall},
 }
 
+// rlsStallCall asks the rate limit service as gRPC serves it, under a
+// context with the caller's deadline (what grpc-timeout gives the server),
+// in process: the test's own gRPC transport on a busy host is not the
+// service's time. An answer after the deadline is an error, as the caller
+// would have given up.
 func rlsStallCall(t *testing.T, s *Instance) stallCall {
-	client, _ := rlstest.Serve(t, s.RLS())
+	srv := s.RLS()
 	return func(t *testing.T, d time.Duration) (bool, error) {
+		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		resp, err := client.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: rls.DefaultDomain,
+		resp, err := srv.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: rls.DefaultDomain,
 			Descriptors: []*ratelimitv3.RateLimitDescriptor{{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{
 				{Key: "rule", Value: "per-key"}, {Key: "api_key", Value: nextKey()}}}}})
+		if took := time.Since(start); err == nil && took > d {
+			err = fmt.Errorf("rls: answered after %v", took.Round(time.Microsecond))
+		}
 		if err != nil {
 			return false, err
 		}
@@ -129,7 +137,11 @@ func middlewareStallCall(t *testing.T, s *Instance) stallCall {
 	return func(t *testing.T, d time.Duration) (bool, error) {
 		srv := httptest.NewServer(http.TimeoutHandler(s.Middleware(ok), d, "handler timed out"))
 		defer srv.Close()
-		return httpStallCall(t, s, srv.URL, d)
+		// The deadline is the server's, as an embedding service sets it: a
+		// decision that missed it gets TimeoutHandler's 503, not a 200. The
+		// client waits longer, so that a busy host's scheduling of the test's
+		// own connection is not counted against the service.
+		return httpStallCall(t, s, srv.URL, d+time.Second)
 	}
 }
 
@@ -193,8 +205,8 @@ func fallbackDecisions(t *testing.T, s *Instance) float64 {
 	return n
 }
 
-// TestStalledRedisEveryFront: Redis stopped by SIGSTOP, callers waiting 20
-// and 50 ms on every front (the rate limit service, POST /v1/check, the
+// TestStalledRedisEveryFront: Redis stopped by SIGSTOP, callers waiting 10,
+// 20 and 50 ms on every front (the rate limit service, POST /v1/check, the
 // middleware, the proxy): every call is answered within its deadline with
 // a decision the fallback made, the store's breaker opens within 1 s, and
 // shared decisions are back within 1 s of SIGCONT.
@@ -202,17 +214,25 @@ func TestStalledRedisEveryFront(t *testing.T) {
 	r := testenv.StartRedis(t)
 	up := testenv.Upstream(t)
 	for _, fr := range stallFronts {
-		// 10 ms, the issue's third deadline, is left out: on this 2-core
-		// host at load average 13-16 it failed in 3 of 5 runs (one call of
-		// ~20, with and without -race: the host did not schedule the
-		// answer in time), while 20 and 50 ms passed every time.
-		for _, d := range []time.Duration{20 * time.Millisecond, 50 * time.Millisecond} {
+		for _, d := range stallDeadlines() {
 			t.Run(fmt.Sprintf("%s/%v", fr.name, d), func(t *testing.T) {
 				s := onRedis(t, r, stallConfig(up.URL, r.URL(), fr.store(d)))
 				stallRun(t, s, r, fr.call(t, s), d)
 			})
 		}
 	}
+}
+
+// stallDeadlines are the callers' deadlines: 10, 20 and 50 ms, as Envoy
+// users set them. Under the race detector the 10 ms case is left out: a
+// goroutine handoff there takes milliseconds on a busy 2-core host, and one
+// call in twenty came back in 11-28 ms; `make test` runs this test again
+// without it, alone, for the 10 ms case.
+func stallDeadlines() []time.Duration {
+	if raceEnabled {
+		return []time.Duration{20 * time.Millisecond, 50 * time.Millisecond}
+	}
+	return []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
 }
 
 func stallRun(t *testing.T, s *Instance, r *testenv.Redis, call stallCall, d time.Duration) {

@@ -25,9 +25,6 @@ const (
 	// DefaultMaxDetached bounds the shared calls running on past their
 	// decision's deadline (see Settings.CallTimeout).
 	DefaultMaxDetached = 64
-	// DefaultReserve is the most of a caller's time kept for deciding
-	// locally and answering (see Settings.Reserve).
-	DefaultReserve = 10 * time.Millisecond
 )
 
 // ErrBusy is the error of a shared decision not tried because
@@ -94,10 +91,12 @@ type Settings struct {
 	// beyond it a decision falls back without calling (ErrBusy). Zero
 	// means DefaultMaxDetached. Used only with CallTimeout.
 	MaxDetached int
-	// Reserve is the most time kept, of a caller whose context has a
+	// Reserve is the least time kept, of a caller whose context has a
 	// deadline, for deciding locally and answering: the decision waits for
-	// the shared store until the deadline less min(Reserve, half the time
-	// left), then falls back (see Store). Zero means DefaultReserve.
+	// the shared store until the deadline less max(Reserve, half the time
+	// left), then falls back (see Store). Zero keeps half: enough for a
+	// healthy store (well under a millisecond) at Envoy's 20 ms, and room
+	// for the answer on a busy host.
 	Reserve time.Duration
 }
 
@@ -126,9 +125,6 @@ func (s Settings) normalize() (Settings, error) {
 	}
 	if s.Deadline == 0 {
 		s.Deadline = DefaultDeadline
-	}
-	if s.Reserve == 0 {
-		s.Reserve = DefaultReserve
 	}
 	if s.Instances == 0 {
 		s.Instances = 1
@@ -164,7 +160,7 @@ func (s Settings) normalize() (Settings, error) {
 // returned as errors (wrapping ErrInvalid) and never reach the guard.
 //
 // A decision answers within its caller's deadline: it waits for the shared
-// store until that deadline less min(Settings.Reserve, half the time left),
+// store until that deadline less max(Settings.Reserve, half the time left),
 // then decides locally (ErrCallerDeadline is the episode's cause); with
 // less than MinSharedWait to wait it decides locally at once, without
 // asking. A shared call given up so is not cut: it runs on, and the guard
@@ -284,9 +280,11 @@ func (f *Store) Decide(ctx context.Context, req limiter.Request) (limiter.Decisi
 		return d, nil
 	case errors.Is(err, limiter.ErrInvalid):
 		return limiter.Decision{}, err
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled): // the caller is gone: no one to answer
 		return limiter.Decision{}, fmt.Errorf("fallback: fallback: %w", ctx.Err())
 	}
+	// A caller whose deadline passed meanwhile (woken late on a busy host)
+	// still gets the fallback's answer, made in microseconds.
 	if ran && f.s.Errors != nil {
 		f.s.Errors.CountError(err)
 	}

@@ -26,7 +26,7 @@ const (
 )
 
 // sharedWait is how long a decision under ctx may wait for the shared
-// store: ctx's time left less min(Reserve, half of it). bounded is false
+// store: half of ctx's time left, less if Reserve keeps more. bounded is false
 // when ctx has no deadline.
 func (f *Store) sharedWait(ctx context.Context) (wait time.Duration, bounded bool) {
 	dl, ok := ctx.Deadline()
@@ -34,7 +34,7 @@ func (f *Store) sharedWait(ctx context.Context) (wait time.Duration, bounded boo
 		return 0, false
 	}
 	left := time.Until(dl)
-	return left - min(f.s.Reserve, left/2), true
+	return left - max(f.s.Reserve, left/2), true
 }
 
 // sharedDecideBy is sharedDecide for a caller that can wait only wait.

@@ -152,3 +152,19 @@ func TestStallWithGenerousCallerDeadline(t *testing.T) {
 		return br.State() == bulkhead.StateOpen
 	})
 }
+
+// TestLateWakeDecidesLocally: a decision whose caller's deadline has passed
+// by the time it looks again (a busy host woke it late: its timer and the
+// deadline both fired) still answers from the fallback; it returned the
+// caller's error, half the time, by which of the two it saw first.
+func TestLateWakeDecidesLocally(t *testing.T) {
+	f := newFallback(t, &slowStore{}, fallback.Settings{Guard: stallBreaker(t), CallTimeout: time.Second}, nil)
+	for i := range 50 {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+		d, err := f.Decide(ctx, limiter.Request{Key: "k", Rule: stallRule})
+		cancel()
+		if err != nil || !d.Fallback || !d.Allowed {
+			t.Fatalf("decision %d past its deadline: %+v, %v; want a fallback decision", i, d, err)
+		}
+	}
+}
