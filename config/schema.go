@@ -31,7 +31,7 @@ func Schema() map[string]any {
 func schemaOf(t reflect.Type, pattern string) map[string]any {
 	switch t {
 	case durationType:
-		return map[string]any{"type": "string", "pattern": `^([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$`,
+		return map[string]any{"type": "string", "pattern": `^([0-9]+d|[0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))*$|^0$`,
 			"description": `Go duration such as "1s" or "250ms"`}
 	case keySourcesType:
 		list := map[string]any{"type": "array", "items": map[string]any{"type": "string"}}

@@ -67,3 +67,21 @@ func TestDurationBoundsInRuleMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationDays: bounds are written in days ("366d"), so a duration
+// reads them too, whole days first; anything else about days is an error.
+func TestDurationDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{"366d": 366 * 24 * time.Hour, "1d12h": 36 * time.Hour,
+		"30d": 30 * 24 * time.Hour, "2d30m": 48*time.Hour + 30*time.Minute} {
+		var d Duration
+		if err := d.UnmarshalText([]byte(in)); err != nil || d.D() != want {
+			t.Errorf("%q: %v, %v; want %v", in, d.D(), err, want)
+		}
+	}
+	for _, in := range []string{"d", "1.5d", "-1d", "1d-1h", "1h1d", "1dd", "99999d"} {
+		var d Duration
+		if err := d.UnmarshalText([]byte(in)); err == nil {
+			t.Errorf("%q: %v, want an error", in, d.D())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,21 +34,44 @@ func (d Duration) MarshalText() ([]byte, error) {
 // (limiter.Month).
 const Month = Duration(limiter.Month)
 
-// UnmarshalText reads a Go duration string such as "1s", or "1mo" (Month).
+// UnmarshalText reads a Go duration string such as "1s", whole days first
+// if any ("30d", "1d12h": bounds are written so), or "1mo" (Month).
 func (d *Duration) UnmarshalText(b []byte) error {
 	if string(b) == "1mo" {
 		*d = Month
 		return nil
 	}
-	v, err := time.ParseDuration(string(b))
+	v, err := parseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("policy: duration %q: want a Go duration such as \"1s\" or \"250ms\", or \"1mo\"", b)
+		return fmt.Errorf("policy: duration %q: want a Go duration such as \"1s\", \"250ms\" or \"30d\", or \"1mo\"", b)
 	}
 	if v < 0 {
 		return fmt.Errorf("policy: duration %q must not be negative", b)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// parseDuration is time.ParseDuration with an optional leading count of
+// whole days ("366d", "1d12h").
+func parseDuration(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.ParseUint(days, 10, 16)
+	if err != nil || days == "" {
+		return 0, fmt.Errorf("policy: bad days in %q", s)
+	}
+	v := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+			return 0, fmt.Errorf("policy: bad duration after the days in %q", s)
+		}
+		v += r
+	}
+	return v, nil
 }
 
 // MarshalJSON writes d as a JSON string.
