@@ -245,7 +245,10 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // decided (and counted) but never refused nor delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
-	if ps.unlimited || ps.shed.cr != nil { // a shed request waits in no delay line: only its quota is asked
+	dry := ps.e.set.DryRun
+	// A shed request waits in no delay line (only its quota is asked), nor
+	// any in a dry run of the quota.
+	if ps.unlimited || ps.shed.cr != nil || dry.ObservesQuota() {
 		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
@@ -271,6 +274,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 	case d.Reason == limiter.Shed: // quota first: the later rules are asked still
 		ps.holdShed(cr, req, d, who)
 		return d, true, nil
+	case dry.ObservesQuota(): // the request passes: nothing to give back
+		ps.passQuota(cr, req.Tier, d)
+		return d, true, nil
 	}
 	ps.giveBack(ctx) // a refusal for quota: what the earlier rules took, sheds' quota included
 	ps.shed = pendingShed{}
@@ -292,6 +298,20 @@ func shadowLabel(d limiter.Decision) string {
 		return LabelShadowShed
 	}
 	return LabelShadowOverQuota
+}
+
+// passQuota lets a refusal for quota pass in a dry run: counted as the
+// dry run's, and the request's would-be answer (over a held shed).
+func (ps *pass) passQuota(cr *compiledRule, tier string, d limiter.Decision) {
+	label, reason := LabelDryRunOverQuota, d.Reason.String()
+	if cr.Mode == ModeDelay {
+		label, reason = LabelDryRunDelayed, LabelDelayed
+	}
+	ps.e.count(tier, cr.Name, label)
+	if ps.res.DryRun == "" || ps.res.DryRun == limiter.Shed.String() {
+		ps.res.DryRun = reason
+	}
+	ps.shed = pendingShed{} // the would-be answer is this one, not the shed's
 }
 
 // limitKey is cr.limitKey(key, i), made in the request's scratch when it
@@ -323,15 +343,18 @@ func (ps *pass) giveBack(ctx context.Context) {
 	ps.n, ps.more = 0, nil
 }
 
-// finish makes a held shed the refusal, applies the tier admission cap to
+// finish makes a held shed the refusal (lets it pass in a dry run), applies the tier admission cap to
 // an admitted request (tier nil: no rule applied), sets a refusal's
 // Retry-After and traces the result.
 func (ps *pass) finish(ctx context.Context, tier *Tier) {
 	res := &ps.res
-	if ps.shed.cr != nil {
+	switch {
+	case ps.shed.cr != nil && ps.e.set.DryRun.ObservesLoad():
+		ps.passShed()
+	case ps.shed.cr != nil:
 		ps.refuseShed()
 	}
-	if res.Allowed && tier != nil {
+	if res.Allowed && res.DryRun == "" && tier != nil { // a dry run's would-be refusal takes no tier admission
 		ps.admitTier(ctx, tier.Name)
 	}
 	if res.Limited {
