@@ -11,6 +11,8 @@ import (
 
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestDryRun: in a dry run nothing is refused for the dry run's cause.
@@ -146,5 +148,34 @@ func TestCheckKeysDryRun(t *testing.T) {
 	}
 	if !last.Allowed || last.DryRun != "over_quota" || last.Reason != "allowed" {
 		t.Errorf("answer %+v: want allowed, dry_run over_quota", last)
+	}
+}
+
+// TestDryRunOnRequestSpan: the request's span names the refusal a dry run
+// let pass (throttled.dry_run), and only then.
+func TestDryRunOnRequestSpan(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e, err := enforce.New(limiter.NewMemory(), enforce.Policy{Tiers: testTiers, Rules: []enforce.Rule{
+		{Name: "per-ip", Path: "/", Keys: []string{"ip"}, Limit: 1, Period: time.Minute},
+	}}, enforce.Settings{DryRun: enforce.DryRunAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		ctx, span := tp.Tracer("test").Start(t.Context(), "request")
+		e.Middleware(okHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		span.End()
+	}
+	for i, want := range []string{"", "over_quota"} {
+		got := ""
+		for _, kv := range rec.Ended()[i].Attributes() {
+			if kv.Key == "throttled.dry_run" {
+				got = kv.Value.AsString()
+			}
+		}
+		if got != want {
+			t.Errorf("span %d: throttled.dry_run %q, want %q", i, got, want)
+		}
 	}
 }
