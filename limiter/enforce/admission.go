@@ -153,3 +153,17 @@ func (ps *pass) passShed() {
 	}
 	ps.shed = pendingShed{}
 }
+
+// passQuota lets a refusal for quota pass in a dry run: counted as the
+// dry run's, and the request's would-be answer (over a held shed).
+func (ps *pass) passQuota(cr *compiledRule, tier string, d limiter.Decision) {
+	label, reason := LabelDryRunOverQuota, d.Reason.String()
+	if cr.Mode == ModeDelay {
+		label, reason = LabelDryRunDelayed, LabelDelayed
+	}
+	ps.e.count(tier, cr.Name, label)
+	if ps.res.DryRun == "" || ps.res.DryRun == limiter.Shed.String() {
+		ps.res.DryRun = reason
+	}
+	ps.shed = pendingShed{} // the would-be answer is this one, not the shed's
+}

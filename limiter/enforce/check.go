@@ -300,20 +300,6 @@ func shadowLabel(d limiter.Decision) string {
 	return LabelShadowOverQuota
 }
 
-// passQuota lets a refusal for quota pass in a dry run: counted as the
-// dry run's, and the request's would-be answer (over a held shed).
-func (ps *pass) passQuota(cr *compiledRule, tier string, d limiter.Decision) {
-	label, reason := LabelDryRunOverQuota, d.Reason.String()
-	if cr.Mode == ModeDelay {
-		label, reason = LabelDryRunDelayed, LabelDelayed
-	}
-	ps.e.count(tier, cr.Name, label)
-	if ps.res.DryRun == "" || ps.res.DryRun == limiter.Shed.String() {
-		ps.res.DryRun = reason
-	}
-	ps.shed = pendingShed{} // the would-be answer is this one, not the shed's
-}
-
 // limitKey is cr.limitKey(key, i), made in the request's scratch when it
 // has one (Check) rather than on its own.
 func (ps *pass) limitKey(cr *compiledRule, key string, i int) string {
