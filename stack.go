@@ -199,7 +199,8 @@ func (s *Instance) buildEnforcer(ctx context.Context) error {
 	}
 	s.enforcer, err = enforce.New(s.store, pol, enforce.Settings{
 		Identifier: id, Tiers: s.tiers, Multipliers: s.mults, Rates: s.mults, Refusals: s.top,
-		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: config.UnassignedKeysOf(&s.cfg.Identity)})
+		Decisions: s.metrics, RefusalLog: s.refusals, UnassignedKeys: config.UnassignedKeysOf(&s.cfg.Identity),
+		DryRun: s.cfg.DryRunMode()})
 	return err
 }
 

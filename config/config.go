@@ -55,6 +55,11 @@ type Config struct {
 	// before the drain (a preStop sleep the distroless image cannot run).
 	// Zero (the default): close at once.
 	ShutdownDelay policy.Duration `yaml:"shutdown_delay"`
+	// DryRun (dry_run) makes every throttling refusal observe-only: quota
+	// rules, tier caps, multipliers and the gate decide and count
+	// (dry_run_<reason>) but refuse nothing. Bulkheads, breakers and
+	// max_body_bytes stay on. See DryRunMode.
+	DryRun bool `yaml:"dry_run"`
 }
 
 // AdminConfig is the admin API listener and its bearer tokens (role →
@@ -111,6 +116,10 @@ type ControllerConfig struct {
 	// SignalStaleAfter: the controller ignores a signal sample older than
 	// this (controller.Settings.SignalStaleAfter); 0: three periods.
 	SignalStaleAfter policy.Duration `yaml:"signal_stale_after"`
+	// DryRun (controller.dry_run) makes the load shedding observe-only:
+	// multipliers, tier caps and the gate refuse nothing, the quota still
+	// does. The controller computes and exports its multipliers as ever.
+	DryRun bool `yaml:"dry_run"`
 }
 
 // ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a

@@ -15,6 +15,19 @@ func UnassignedKeysOf(c *IdentityConfig) enforce.UnassignedKeys {
 	return u
 }
 
+// DryRunMode is the enforcers' dry run: dry_run covers every throttling
+// refusal (enforce.DryRunAll), controller.dry_run only the load shedding
+// (enforce.DryRunLoad); neither, enforce.DryRunOff.
+func (c *Config) DryRunMode() enforce.DryRun {
+	switch {
+	case c.DryRun:
+		return enforce.DryRunAll
+	case c.Controller.DryRun:
+		return enforce.DryRunLoad
+	}
+	return enforce.DryRunOff
+}
+
 // controllerSettings builds the control law's settings from the tiers and
 // the controller section.
 func ControllerSettings(c *Config, tiers map[string]policy.Tier) controller.Settings {

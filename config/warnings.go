@@ -21,7 +21,7 @@ const shortTokenMsg = "shorter than 16 bytes: guessable; use a long random token
 const minTokenBits = 48
 
 // warnings are what works but is likely a mistake: no rules, no upstream,
-// weak admin tokens (in the file, or THROTTLED_ADMIN_TOKEN_* in environ).
+// a dry run left on, weak admin tokens (in the file, or THROTTLED_ADMIN_TOKEN_* in environ).
 func (c *Config) warnings(environ []string) []fieldErr {
 	var out []fieldErr
 	if len(c.Rules) == 0 {
@@ -29,6 +29,12 @@ func (c *Config) warnings(environ []string) []fieldErr {
 	}
 	if c.Upstream == "" {
 		out = append(out, fieldErr{"upstream", "not set: no proxy runs (admin API, controller and /metrics only)"})
+	}
+	switch {
+	case c.DryRun:
+		out = append(out, fieldErr{"dry_run", "on: nothing is refused for quota or load (counted dry_run_*)"})
+	case c.Controller.DryRun:
+		out = append(out, fieldErr{"controller.dry_run", "on: nothing is shed for load (counted dry_run_*); quotas still refuse"})
 	}
 	if w := c.implicitDefaultTier(); w != "" {
 		out = append(out, fieldErr{"default_tier", w})

@@ -35,7 +35,8 @@ func tierRule(rate float64) limiter.Rule {
 // admitTier applies the tier's rate cap, when the controller set one, to a
 // request every rule admitted: one bucket per tier, shared by all
 // instances. A refusal is Shed (503), a refusal for load: what the rules
-// took stays spent (see the package doc, "Quota and load").
+// took stays spent (see the package doc, "Quota and load"); a dry run of
+// the load lets it pass.
 func (ps *pass) admitTier(ctx context.Context, tier string) {
 	e := ps.e
 	if e.set.Rates == nil {
@@ -53,6 +54,11 @@ func (ps *pass) admitTier(ctx context.Context, tier string) {
 	}
 	if !d.Allowed {
 		d.Reason = limiter.Shed
+	}
+	if !d.Allowed && e.set.DryRun.ObservesLoad() {
+		e.count(tier, TierAdmissionRule, LabelDryRunShed)
+		ps.res.DryRun = limiter.Shed.String()
+		return
 	}
 	e.count(tier, TierAdmissionRule, d.Label())
 	if d.Allowed {
@@ -134,4 +140,30 @@ func (ps *pass) refuseShed() {
 	}
 	ps.e.countRefusal(s.tier, &ps.res, who)
 	ps.shedStood = true
+}
+
+// passShed lets the held shed pass in a dry run of the load: what every
+// rule took stays spent, as for an admitted request, and the shed is the
+// would-be answer unless a dry run let a refusal for quota pass first.
+func (ps *pass) passShed() {
+	s := &ps.shed
+	if ps.res.DryRun == "" {
+		ps.e.count(s.tier, s.cr.Name, LabelDryRunShed)
+		ps.res.DryRun = limiter.Shed.String()
+	}
+	ps.shed = pendingShed{}
+}
+
+// passQuota lets a refusal for quota pass in a dry run: counted as the
+// dry run's, and the request's would-be answer (over a held shed).
+func (ps *pass) passQuota(cr *compiledRule, tier string, d limiter.Decision) {
+	label, reason := LabelDryRunOverQuota, d.Reason.String()
+	if cr.Mode == ModeDelay {
+		label, reason = LabelDryRunDelayed, LabelDelayed
+	}
+	ps.e.count(tier, cr.Name, label)
+	if ps.res.DryRun == "" || ps.res.DryRun == limiter.Shed.String() {
+		ps.res.DryRun = reason
+	}
+	ps.shed = pendingShed{} // the would-be answer is this one, not the shed's
 }

@@ -245,7 +245,10 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // decided (and counted) but never refused nor delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
-	if ps.unlimited || ps.shed.cr != nil { // a shed request waits in no delay line: only its quota is asked
+	dry := ps.e.set.DryRun
+	// A shed request waits in no delay line (only its quota is asked), nor
+	// any in a dry run of the quota.
+	if ps.unlimited || ps.shed.cr != nil || dry.ObservesQuota() {
 		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
@@ -270,6 +273,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		return d, true, nil
 	case d.Reason == limiter.Shed: // quota first: the later rules are asked still
 		ps.holdShed(cr, req, d, who)
+		return d, true, nil
+	case dry.ObservesQuota(): // the request passes: nothing to give back
+		ps.passQuota(cr, req.Tier, d)
 		return d, true, nil
 	}
 	ps.giveBack(ctx) // a refusal for quota: what the earlier rules took, sheds' quota included
@@ -323,15 +329,18 @@ func (ps *pass) giveBack(ctx context.Context) {
 	ps.n, ps.more = 0, nil
 }
 
-// finish makes a held shed the refusal, applies the tier admission cap to
+// finish makes a held shed the refusal (lets it pass in a dry run), applies the tier admission cap to
 // an admitted request (tier nil: no rule applied), sets a refusal's
 // Retry-After and traces the result.
 func (ps *pass) finish(ctx context.Context, tier *Tier) {
 	res := &ps.res
-	if ps.shed.cr != nil {
+	switch {
+	case ps.shed.cr != nil && ps.e.set.DryRun.ObservesLoad():
+		ps.passShed()
+	case ps.shed.cr != nil:
 		ps.refuseShed()
 	}
-	if res.Allowed && tier != nil {
+	if res.Allowed && res.DryRun == "" && tier != nil { // a dry run's would-be refusal takes no tier admission
 		ps.admitTier(ctx, tier.Name)
 	}
 	if res.Limited {

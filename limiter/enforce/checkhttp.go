@@ -39,6 +39,9 @@ type CheckAnswer struct {
 	ResetAfterSeconds int64  `json:"reset_after_seconds"`
 	RetryAfterSeconds int64  `json:"retry_after_seconds,omitempty"`
 	Shadowed          bool   `json:"shadowed,omitempty"`
+	// DryRun is the reason of the refusal a dry run let pass (Result.DryRun):
+	// the check is allowed (200), and this is the answer it would have had.
+	DryRun string `json:"dry_run,omitempty"`
 	// StoreError is set when the store failed and no fallback decided: the
 	// check was let through, as the middleware lets a request through.
 	StoreError string         `json:"store_error,omitempty"`
@@ -133,7 +136,7 @@ func answerOf(res *Result, qs []Query, out []Outcome) CheckAnswer {
 	a := CheckAnswer{Allowed: res.Allowed, Status: http.StatusOK, Reason: res.Reason().String(),
 		Fallback: res.Decision.Fallback, Tier: res.Tier, Rule: res.Rule, Limit: res.Decision.Limit,
 		Remaining: res.Decision.Remaining, ResetAfterSeconds: ceilSeconds(res.Decision.ResetAfter),
-		Shadowed: res.Shadowed, Checks: make([]CheckOutcome, len(qs))}
+		Shadowed: res.Shadowed, DryRun: res.DryRun, Checks: make([]CheckOutcome, len(qs))}
 	if !res.Allowed {
 		a.Status, a.RetryAfterSeconds = res.Status, res.RetryAfter
 		a.Error = refusalMessage(res.Status)

@@ -11,7 +11,10 @@
 // through limiter/echolimit, Echo. Modes: ModeEnforce refuses at once, ModeShadow
 // only records, ModeDelay waits up to MaxWait for capacity: waiters take
 // turns per bucket key (O(N) store calls for N waiters), and at most
-// Settings.MaxWaiting wait at once.
+// Settings.MaxWaiting wait at once. Settings.DryRun makes refusals
+// observe-only for the whole Enforcer: DryRunLoad those for load,
+// DryRunAll the quota's too; the request passes, counted dry_run_<reason>
+// and marked in Result.DryRun.
 //
 // # Quota and load
 //

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttledhq/throttled/internal/enum"
 	"github.com/throttledhq/throttled/internal/wait"
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/identity"
@@ -31,8 +33,8 @@ type Settings struct {
 	Refusals interface{ Add(key string, n uint64) }
 	// Decisions counts what each rule came to for the client, by tier,
 	// rule and decision label (instrument.Metrics does): the labels of
-	// limiter.DecisionLabels, and LabelShadowOverQuota, LabelShadowShed and
-	// LabelDelayed; nil: not counted. Refunds and peeks are not counted.
+	// limiter.DecisionLabels, LabelShadowOverQuota, LabelShadowShed,
+	// LabelDelayed and a dry run's LabelDryRun*; nil: not counted. Refunds and peeks are not counted.
 	Decisions interface {
 		Count(tier, rule, decision string)
 	}
@@ -48,7 +50,46 @@ type Settings struct {
 	// MaxWaiting bounds the requests waiting in ModeDelay at once, over all
 	// keys; beyond it a delay rule refuses at once. 0 means 1024.
 	MaxWaiting int
+	// DryRun makes refusals observe-only (see DryRun); zero: DryRunOff.
+	DryRun DryRun
 }
+
+// DryRun says which refusals an Enforcer only observes: a request that
+// would be refused for a cause the dry run covers passes, with the headers
+// of an admitted request (no Retry-After); its would-be refusal is counted
+// in Settings.Decisions as DryRunPrefix and the reason (dry_run_shed,
+// dry_run_over_quota, dry_run_delayed), is Result.DryRun, and is not told
+// to Settings.Refusals nor Settings.RefusalLog. The multipliers and tier
+// caps still shape each decision, so the would-be answer is the one a
+// real run would give. The quota is asked first in a dry run too: under
+// DryRunLoad a request over quota is 429 even when it would be shed.
+type DryRun uint8
+
+// Dry run modes.
+const (
+	DryRunOff DryRun = iota // refuse as the rules say (the default)
+	// DryRunLoad observes the refusals for load: a rule's multiplier shed,
+	// the tier admission cap, and (limiter/pipeline) the inner loop's gate.
+	DryRunLoad
+	// DryRunAll observes every throttling refusal: DryRunLoad's and the
+	// quota's; a delay rule does not wait. Bulkheads and breakers, which
+	// protect the process and the upstream, stay on.
+	DryRunAll
+)
+
+var dryRunNames = enum.New[DryRun]("enforce", "dry run", "off", "load", "all")
+
+func (d DryRun) String() string { return dryRunNames.String(d) }
+
+// ObservesLoad reports whether refusals for load pass (DryRunLoad, DryRunAll).
+func (d DryRun) ObservesLoad() bool { return d == DryRunLoad || d == DryRunAll }
+
+// ObservesQuota reports whether refusals for quota pass (DryRunAll).
+func (d DryRun) ObservesQuota() bool { return d == DryRunAll }
+
+// DryRun is the Enforcer's dry run mode (Settings.DryRun), which the
+// stages after it (limiter/pipeline's gate) follow too.
+func (e *Enforcer) DryRun() DryRun { return e.set.DryRun }
 
 // Enforcer applies a Policy to HTTP requests through a Store. It knows
 // neither Echo nor net/http handlers: the adapters in http.go and echo.go
@@ -80,6 +121,9 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 	}
 	if s.MaxWaiting == 0 {
 		s.MaxWaiting = defaultMaxWaiting
+	}
+	if !dryRunNames.Valid(s.DryRun) {
+		return nil, fmt.Errorf("enforce: Settings.DryRun: unknown mode %d (want off, load or all)", s.DryRun)
 	}
 	e := &Enforcer{store: store, set: s, delays: newDelayQueue(s.MaxWaiting)}
 	if err := e.SetPolicy(p); err != nil {
@@ -116,6 +160,10 @@ type Result struct {
 	// Hidden: the reported Decision is of a rule that hides its headers,
 	// so WriteHeaders writes none but Retry-After.
 	Hidden bool
+	// DryRun is the reason of the refusal a dry run let pass (over_quota,
+	// delayed, shed: the first of them that applied; see DryRun); ""
+	// when none. A front counts the request as DryRunPrefix+DryRun.
+	DryRun string
 	// RetryAfter is the Retry-After value in whole seconds (≥ 1) when
 	// refused; 503s carry jitter.
 	RetryAfter int64
@@ -188,6 +236,12 @@ const (
 	LabelShadowOverQuota = "shadow_over_quota" // a shadow rule would have refused (429); the request passed
 	LabelShadowShed      = "shadow_shed"       // a shadow rule would have shed (503); the request passed
 	LabelDelayed         = "delayed"           // a delay rule held the request, then admitted it
+
+	// DryRunPrefix begins the label of a refusal a dry run let pass.
+	DryRunPrefix         = "dry_run_"
+	LabelDryRunOverQuota = DryRunPrefix + "over_quota" // a rule would have refused (429); a dry run let it pass
+	LabelDryRunShed      = DryRunPrefix + "shed"       // it would have been shed (503); a dry run let it pass
+	LabelDryRunDelayed   = DryRunPrefix + "delayed"    // a delay rule would have held it; a dry run let it pass at once
 )
 
 // decide asks the store; in ModeDelay a refused request waits in line for

@@ -205,4 +205,7 @@ func trace(ctx context.Context, res *Result) {
 		attribute.Int64("throttled.remaining", res.Decision.Remaining),
 		attribute.Bool("throttled.shadowed", res.Shadowed),
 	)
+	if res.DryRun != "" {
+		span.SetAttributes(attribute.String("throttled.dry_run", res.DryRun))
+	}
 }

@@ -14,7 +14,9 @@
 //  3. the inner loop's gate (Settings.Gate), entered with the tier's
 //     priority (a request no rule matched: the unmatched tier's, by default
 //     the lowest). Shed: 503 "shed" by rule "concurrency", no rate-limit
-//     headers.
+//     headers. In the Enforcer's dry run of the load (enforce.DryRun) a
+//     shed request goes on without a permit, counted dry_run_shed by rule
+//     "concurrency", its Result's DryRun "shed".
 //  4. the route's circuit breaker (Settings.Breakers, bulkhead.Breaker.Serve):
 //     open, 503 "breaker_open" by the breaker's name, no rate-limit headers.
 //  5. the handler (or upstream). An admitted request that a rule limits

@@ -119,7 +119,8 @@ func (p *Pipeline) Serve(w http.ResponseWriter, r *http.Request, next http.Handl
 }
 
 // hold takes the bulkheads' permits, then the gate's, into c; on a refusal
-// it answers it and reports false.
+// it answers it and reports false. In a dry run of the load the gate's
+// shed passes (dryRunShed); the bulkheads always refuse.
 func (p *Pipeline) hold(c *call, w http.ResponseWriter, r *http.Request) bool {
 	ctx := r.Context()
 	for _, bh := range [2]*bulkhead.Bulkhead{p.s.Bulkheads[c.res.Tier], p.routeBulkhead(r.URL.Path)} {
@@ -140,6 +141,9 @@ func (p *Pipeline) hold(c *call, w http.ResponseWriter, r *http.Request) bool {
 		c.start = time.Now() // its wait for a permit counts
 	}
 	pm, err := p.s.Gate.Acquire(ctx, c.res.Priority)
+	if err != nil && p.dryRunShed(c, err) {
+		return true // without a permit: nothing to release
+	}
 	if err != nil {
 		p.refuseGate(w, c.res.Tier, err)
 		return false

@@ -32,6 +32,24 @@ func (p *Pipeline) refuseGate(w http.ResponseWriter, tier string, err error) {
 	p.refuse503(w, "service overloaded, retry later", limiter.Shed.String(), tier, GateRule, time.Second)
 }
 
+// dryRunShed lets the gate's shed pass in a dry run of the load
+// (enforce.DryRun.ObservesLoad): counted as dry_run_shed by rule
+// concurrency, not logged as a refusal, and the call's would-be answer
+// (Result.DryRun) unless the Enforcer's dry run gave it one. It reports
+// whether the request goes on.
+func (p *Pipeline) dryRunShed(c *call, err error) bool {
+	if !errors.Is(err, bulkhead.ErrShed) || !p.s.Enforcer.DryRun().ObservesLoad() {
+		return false
+	}
+	if p.s.Metrics != nil {
+		p.s.Metrics.Count(c.res.Tier, GateRule, enforce.LabelDryRunShed)
+	}
+	if c.res.DryRun == "" {
+		c.res.DryRun = limiter.Shed.String()
+	}
+	return true
+}
+
 // refuseBulkhead answers 503 with reason bulkhead when a bulkhead is full
 // (or the wait for it ended); the rule is the bulkhead's name.
 func (p *Pipeline) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {

@@ -229,12 +229,16 @@ func headersOf(res *enforce.Result) []*corev3.HeaderValue {
 
 // metadataOf is the decision as dynamic metadata, which Envoy keeps under
 // the namespace envoy.filters.http.ratelimit (for access logs and local
-// reply mappers).
+// reply mappers). In a dry run, dry_run names the refusal it let pass.
 func metadataOf(res *enforce.Result) *structpb.Struct {
-	return &structpb.Struct{Fields: map[string]*structpb.Value{
+	f := map[string]*structpb.Value{
 		"decision": structpb.NewStringValue(res.Reason().String()),
 		"fallback": structpb.NewBoolValue(res.Decision.Fallback),
 		"tier":     structpb.NewStringValue(res.Tier),
 		"rule":     structpb.NewStringValue(res.Rule),
-	}}
+	}
+	if res.DryRun != "" {
+		f["dry_run"] = structpb.NewStringValue(res.DryRun)
+	}
+	return &structpb.Struct{Fields: f}
 }

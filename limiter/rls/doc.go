@@ -24,7 +24,8 @@
 // (X-RateLimit-*, RateLimit-Policy, RateLimit, Retry-After when refused),
 // enforce.HeaderDecision when refused (over_quota or shed, so the gateway
 // can answer 503 for a shed request) and the same facts as dynamic
-// metadata (decision, fallback, tier, rule).
+// metadata (decision, fallback, tier, rule; in a dry run, dry_run: the
+// refusal it let pass, the answer then OK).
 //
 // Errors follow Envoy's contract, so that the filter's failure_mode_deny
 // decides what they mean: a request throttled cannot map is
