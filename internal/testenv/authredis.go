@@ -103,7 +103,9 @@ func (r *AuthRedis) start(dir string, listen func(port string) []string) {
 }
 
 // waitOwn waits (up to 10 s) until p answers PING on addr to a client with
-// opt, as itself (INFO's process_id: another test's server may hold the port).
+// opt, as itself (INFO's process_id: another test's server may hold the
+// port). A listener that is not Redis answers nothing: the client's short
+// timeouts retry it; PING answers LOADING while it reads its AOF.
 func waitOwn(p *Process, opt redis.Options, addr string) error {
 	opt.Addr, opt.MaxRetries, opt.DialTimeout, opt.ReadTimeout = addr, -1, 200*time.Millisecond, 500*time.Millisecond
 	c := redis.NewClient(&opt)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -86,25 +85,7 @@ func (r *Redis) launch() *Process {
 // wait waits (up to 10 s) until r's own process answers on r.Port: a
 // server of another test that holds the port answers with another
 // process_id.
-func (r *Redis) wait() error {
-	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond}) // a listener that is not Redis answers nothing
-	defer c.Close()
-	pid := "process_id:" + strconv.Itoa(r.Proc.Pid()) + "\r\n"
-	return waitFor(10*time.Second, func() error {
-		if r.Proc.Exited() {
-			return errExited
-		}
-		info, err := c.Info(context.Background(), "server").Result()
-		if err == nil && !strings.Contains(info, pid) {
-			err = errNotOurs
-		}
-		if err != nil {
-			return err
-		}
-		return c.Ping(context.Background()).Err() // LOADING while it reads its AOF
-	})
-}
+func (r *Redis) wait() error { return waitOwn(r.Proc, redis.Options{}, r.Addr()) }
 
 var errNotOurs = errors.New("another redis-server answers on the port")
 
