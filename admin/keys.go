@@ -20,36 +20,14 @@ const inspectTimeout = 2 * time.Second
 
 // keyView is the answer of GET /v1/keys/{key}.
 type keyView struct {
-	Key           string       `json:"key"`
-	Tier          string       `json:"tier,omitempty"`
-	Assigned      bool         `json:"assigned"`
-	EffectiveTier string       `json:"effective_tier,omitempty"`
-	Anonymous     bool         `json:"anonymous,omitempty"` // not believed: through the middleware its client is its IP
-	Unlimited     bool         `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
-	Bucket        []bucketView `json:"bucket"`
-	BucketError   string       `json:"bucket_error,omitempty"`
-}
-
-// bucketView is one rule's bucket in GET /v1/keys/{key}: enforce.BucketState
-// with its durations written as tiers write theirs ("1s", "250ms").
-type bucketView struct {
-	Rule       string          `json:"rule"`
-	Tier       string          `json:"tier"`
-	Algorithm  string          `json:"algorithm"`
-	Limit      int64           `json:"limit"`
-	Period     policy.Duration `json:"period"`
-	Align      string          `json:"align,omitempty"` // "calendar" for UTC calendar windows
-	Remaining  int64           `json:"remaining"`
-	ResetAfter policy.Duration `json:"reset_after"`
-}
-
-func bucketViews(b []enforce.BucketState) []bucketView {
-	out := make([]bucketView, len(b))
-	for i, s := range b {
-		out[i] = bucketView{Rule: s.Rule, Tier: s.Tier, Algorithm: s.Algorithm, Limit: s.Limit, Period: policy.Duration(s.Period),
-			Align: s.Align, Remaining: s.Remaining, ResetAfter: policy.Duration(s.ResetAfter)}
-	}
-	return out
+	Key           string                `json:"key"`
+	Tier          string                `json:"tier,omitempty"`
+	Assigned      bool                  `json:"assigned"`
+	EffectiveTier string                `json:"effective_tier,omitempty"`
+	Anonymous     bool                  `json:"anonymous,omitempty"` // not believed: through the middleware its client is its IP
+	Unlimited     bool                  `json:"unlimited,omitempty"` // the effective tier is unlimited: never refused by a rule
+	Bucket        []enforce.BucketState `json:"bucket"`
+	BucketError   string                `json:"bucket_error,omitempty"`
 }
 
 type assignBody struct {
@@ -164,7 +142,7 @@ func (sv *Server) getKey(c echo.Context) error {
 		if err != nil {
 			v.BucketError = err.Error()
 		} else {
-			v.Bucket = bucketViews(b)
+			v.Bucket = b
 		}
 	}
 	etag := ""

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter"
 )
 
 // Bound is the rule validation applies to one field: of a Tier or a Rule
@@ -70,20 +72,6 @@ func (b Bound) Want() string {
 // and the schemas state them.
 func (b Bound) DurationRange() string { return boundDur(b.MinDur) + ".." + boundDur(b.MaxDur) }
 
-// FormatDuration writes d the one way throttled writes a duration: Go's
-// form without trailing zero units, "1h" rather than "1h0m0s", "1m30s",
-// "250ms". It reads back with time.ParseDuration.
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 // boundDur writes a bound as people write it: a whole number of days
 // beyond one in days ("366d", not "8784h"), else as FormatDuration.
 func boundDur(d time.Duration) string {
@@ -91,7 +79,7 @@ func boundDur(d time.Duration) string {
 	if d > day && d%day == 0 {
 		return strconv.FormatInt(int64(d/day), 10) + "d"
 	}
-	return FormatDuration(d)
+	return limiter.FormatDuration(d)
 }
 
 // number reports whether x is within b's range (NaN never is).
@@ -170,7 +158,7 @@ func (b Bound) checkDur(field string, d Duration) error {
 	case d == 0 && b.Required:
 		return fieldErr(field, "required: %s", b.Want())
 	case !b.duration(d.D()):
-		return fieldErr(field, "%s: %s", FormatDuration(d.D()), b.Want())
+		return fieldErr(field, "%s: %s", limiter.FormatDuration(d.D()), b.Want())
 	}
 	return nil
 }

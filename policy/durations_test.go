@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/throttledhq/throttled/limiter"
 )
 
 // Durations are written one way, the shortest Go form: "1m", not "1m0s".
@@ -14,8 +16,8 @@ func TestFormatDuration(t *testing.T) {
 		250 * time.Millisecond: "250ms", 1500 * time.Millisecond: "1.5s", 8784 * time.Hour: "8784h",
 		time.Hour + time.Second: "1h0m1s", 10 * time.Minute: "10m",
 	} {
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		if got := limiter.FormatDuration(d); got != want {
+			t.Errorf("limiter.FormatDuration(%v) = %q, want %q", d, got, want)
 		}
 		b, _ := Duration(d).MarshalText()
 		if string(b) != want {

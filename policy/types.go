@@ -20,7 +20,7 @@ type Duration time.Duration
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-func (d Duration) String() string { return FormatDuration(time.Duration(d)) }
+func (d Duration) String() string { return limiter.FormatDuration(time.Duration(d)) }
 
 // MarshalText writes d as FormatDuration does, Month as "1mo".
 func (d Duration) MarshalText() ([]byte, error) {

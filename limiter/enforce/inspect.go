@@ -2,22 +2,35 @@ package enforce
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/identity"
 )
 
-// BucketState is what one rule's bucket holds for a client now.
+// BucketState is what one rule's bucket holds for a client now. In JSON
+// its durations are written as throttled writes every duration
+// (limiter.FormatDuration: "1s", "250ms").
 type BucketState struct {
 	Rule       string        `json:"rule"`
 	Tier       string        `json:"tier"`
 	Algorithm  string        `json:"algorithm"`
 	Limit      int64         `json:"limit"`
-	Period     time.Duration `json:"period_ns"`
+	Period     time.Duration `json:"period"`
 	Align      string        `json:"align,omitempty"` // "calendar" for UTC calendar windows
 	Remaining  int64         `json:"remaining"`
-	ResetAfter time.Duration `json:"reset_after_ns"`
+	ResetAfter time.Duration `json:"reset_after"`
+}
+
+// MarshalJSON writes b with its durations as strings.
+func (b BucketState) MarshalJSON() ([]byte, error) {
+	type plain BucketState // without this method
+	return json.Marshal(struct {
+		plain
+		Period     string `json:"period"`
+		ResetAfter string `json:"reset_after"`
+	}{plain(b), limiter.FormatDuration(b.Period), limiter.FormatDuration(b.ResetAfter)})
 }
 
 // KeyTier is the tier of a request, check or descriptor that bears client as
