@@ -40,6 +40,9 @@ type Config struct {
 	AnonymousTier   string                 `yaml:"anonymous_tier"`
 	UnmatchedTier   string                 `yaml:"unmatched_tier"` // requests no rule matches; "": the lowest priority
 	Assignments     map[string]string      `yaml:"assignments"`    // client key → tier
+	// Headers is the set of rate-limit headers the rules write (both, the
+	// default; ietf; legacy; none), which a rule's own headers overrides.
+	Headers string `yaml:"headers"`
 
 	// RLS is Envoy's rate limit service (gRPC), off unless rls.listen is set.
 	RLS RLSConfig `yaml:"rls"`

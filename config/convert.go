@@ -52,7 +52,7 @@ func ControllerSettings(c *Config, tiers map[string]policy.Tier) controller.Sett
 // apiConfig is the part of the file the admin API manages.
 func (c *Config) Policy() policy.Config {
 	return policy.Config{Tiers: c.Tiers, Rules: c.Rules, DefaultTier: c.DefaultTier, AnonymousTier: c.AnonymousTier, UnmatchedTier: c.UnmatchedTier,
-		Assignments: c.Assignments}
+		Assignments: c.Assignments, Headers: c.Headers}
 }
 
 // gradientSettings are the inner loop's law settings from the config.

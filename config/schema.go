@@ -49,7 +49,11 @@ func schemaOf(t reflect.Type, pattern string) map[string]any {
 		for i := 0; i < t.NumField(); i++ {
 			name := yamlName(t.Field(i))
 			p := joinPath(pattern, name)
-			props[name] = configLimits[p].Schema(schemaOf(t.Field(i).Type, p))
+			b, ok := configLimits[p]
+			if !ok && t == reflectConfig {
+				b = policy.ConfigBounds()[p]
+			}
+			props[name] = b.Schema(schemaOf(t.Field(i).Type, p))
 		}
 		return map[string]any{"type": "object", "additionalProperties": false, "properties": props}
 	case reflect.Map:

@@ -9,7 +9,8 @@ import (
 )
 
 // Compile turns c into the policy enforcement runs: tiers sorted by name
-// with their defaults, rules in order. Names it cannot parse are
+// with their defaults, rules in order, each with its header set or else
+// c.Headers. Names it cannot parse are
 // *FieldError values; it does not validate otherwise (ValidateConfig does,
 // compiling too).
 func Compile(c Config) (enforce.Policy, error) {
@@ -27,10 +28,17 @@ func Compile(c Config) (enforce.Policy, error) {
 		p.Tiers = append(p.Tiers, enforce.Tier{Name: name, Algorithm: alg, Limit: t.Rate, Period: t.Period.D(),
 			Burst: t.Burst, Align: align, Priority: t.Priority, Unlimited: t.Unlimited})
 	}
+	headers, err := enforce.ParseHeaderSet(c.Headers)
+	if err != nil {
+		return p, &FieldError{Field: "headers", Msg: err.Error()}
+	}
 	for i, r := range c.Rules {
 		hr, err := CompileRule(r)
 		if err != nil {
 			return p, &FieldError{Field: fmt.Sprintf("rules[%d]", i), Msg: err.Error()}
+		}
+		if r.Headers == "" { // the rule names no set: the Config's
+			hr.Headers = headers
 		}
 		p.Rules = append(p.Rules, hr)
 	}
@@ -43,12 +51,14 @@ func CompileRule(r Rule) (enforce.Rule, error) {
 	mode, err2 := enforce.ParseMode(r.Mode)
 	fb, err3 := limiter.ParseFallbackPolicy(r.Fallback)
 	align, err4 := limiter.ParseAlign(r.Align)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	headers, err5 := enforce.ParseHeaderSet(r.Headers)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return enforce.Rule{}, err
 	}
 	er := enforce.Rule{Name: r.Name, Methods: r.Match.Methods, Path: r.Match.Path, Keys: r.Key,
 		Algorithm: alg, Limit: r.Limit, Period: r.Period.D(), Burst: r.Burst, Align: align, Cost: r.Cost,
-		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb, HideHeaders: r.HideClientHeaders}
+		Mode: mode, MaxWait: r.MaxWait.D(), Fallback: fb, HideHeaders: r.HideClientHeaders,
+		Headers: headers}
 	for i, l := range r.Limits {
 		alg, err1 := limiter.ParseAlgorithm(l.Algorithm)
 		align, err2 := limiter.ParseAlign(l.Align)

@@ -49,6 +49,7 @@ var (
 	aligns     = limiter.AlignNames()
 	fallbacks  = limiter.FallbackPolicyNames()
 	modes      = enforce.ModeNames()
+	headerSets = enforce.HeaderSetNames()
 )
 
 // tierBounds and ruleBounds are the limits of the fields of a Tier and a
@@ -88,6 +89,7 @@ var (
 		"limits.align":        {Enum: aligns},
 		"cost":                Between(0, limiter.MaxLimit),
 		"hide_client_headers": {},
+		"headers":             {Enum: headerSets},
 		"mode":                {Enum: modes},
 		"max_wait":            {MaxDur: enforce.MaxDelay},
 		"fallback":            {Enum: fallbacks},
@@ -105,6 +107,13 @@ func TierBounds() map[string]Bound { return copyBounds(tierBounds) }
 // ("match.path" for a field of Match, "limits.period" for one of each
 // Limit).
 func RuleBounds() map[string]Bound { return copyBounds(ruleBounds) }
+
+// configBounds are the limits of the Config's own fields, by name.
+var configBounds = map[string]Bound{"headers": {Enum: headerSets}}
+
+// ConfigBounds returns the limits of the Config's own fields (not its
+// tiers' or rules'), by name.
+func ConfigBounds() map[string]Bound { return copyBounds(configBounds) }
 
 // multiplierBound is a pinned multiplier's: (0, 1].
 var multiplierBound = Bound{Min: 0, Max: 1, Range: true, ExclusiveMin: true, Msg: "want a number in (0, 1]"}

@@ -200,7 +200,7 @@ type Match struct {
 // quota of the client's tier. Limits, instead of them, gives the rule
 // several limits that must all pass (say 10 per second and 10,000 per
 // calendar day). HideClientHeaders leaves the rule out of the rate-limit
-// response headers.
+// response headers; Headers picks which of them it writes.
 type Rule struct {
 	Name              string     `json:"name" yaml:"name"`
 	Match             Match      `json:"match" yaml:"match"`
@@ -216,6 +216,9 @@ type Rule struct {
 	MaxWait           Duration   `json:"max_wait,omitempty" yaml:"max_wait,omitempty"`
 	Fallback          string     `json:"fallback,omitempty" yaml:"fallback,omitempty"`
 	HideClientHeaders bool       `json:"hide_client_headers,omitempty" yaml:"hide_client_headers,omitempty"`
+	// Headers is the rule's set of rate-limit headers (both, ietf, legacy
+	// or none); "": the Config's.
+	Headers string `json:"headers,omitempty" yaml:"headers,omitempty"`
 	// Lease, when set, turns on lease mode for the rule (see Lease).
 	Lease *Lease `json:"lease,omitempty" yaml:"lease,omitempty"`
 }
@@ -257,6 +260,9 @@ type Config struct {
 	// inner loop's gate and the bulkheads; "": the lowest priority.
 	UnmatchedTier string            `json:"unmatched_tier,omitempty" yaml:"unmatched_tier,omitempty"`
 	Assignments   map[string]string `json:"assignments,omitempty" yaml:"assignments,omitempty"`
+	// Headers is the set of rate-limit headers of the rules that name none
+	// of their own: both (""), ietf, legacy or none (enforce.HeaderSet).
+	Headers string `json:"headers,omitempty" yaml:"headers,omitempty"`
 }
 
 // Pin fixes a tier's multiplier until a time, overriding the controller.

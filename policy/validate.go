@@ -75,6 +75,7 @@ func ownErrors(c Config) errList {
 			errs.add(fieldErr(f.field, "no tier named %q", f.tier))
 		}
 	}
+	errs.add(configBounds["headers"].checkEnum("headers", c.Headers))
 	errs.add(validateRules(c.Rules)...)
 	errs.add(validateAssignments(c.Assignments, c.Tiers))
 	return errs
@@ -202,7 +203,8 @@ func validateLimit(p string, r Rule) []error {
 
 func validateMode(p string, r Rule) []error {
 	var errs errList
-	errs.add(ruleBounds["mode"].checkEnum(p+".mode", r.Mode), ruleBounds["fallback"].checkEnum(p+".fallback", r.Fallback))
+	errs.add(ruleBounds["mode"].checkEnum(p+".mode", r.Mode), ruleBounds["fallback"].checkEnum(p+".fallback", r.Fallback),
+		ruleBounds["headers"].checkEnum(p+".headers", r.Headers))
 	if mw := ruleBounds["max_wait"].MaxDur; r.Mode == "delay" && (r.MaxWait <= 0 || r.MaxWait.D() > mw) {
 		errs.add(fieldErr(p+".max_wait", "%v: delay mode needs 0 < max_wait <= %s", r.MaxWait, boundDur(mw)))
 	}

@@ -22,7 +22,7 @@ import (
 // HTTPResult is one mode of one round of `throttled bench http`.
 type HTTPResult struct {
 	Round          int     `json:"round"`
-	Mode           string  `json:"mode"`             // none, memory, memory-noheaders, redis, lease, wait, or a peer
+	Mode           string  `json:"mode"`             // none, memory, memory-noheaders, memory-ietf, memory-legacy, memory-none, redis, lease, wait, or a peer
 	RequestsPerSec float64 `json:"requests_per_sec"` // closed loop, --conns connections
 	Ratio          float64 `json:"ratio"`            // of mode none in the same round
 	HalfLoadRPS    float64 `json:"half_load_rps"`    // offered: half of none's requests_per_sec
@@ -162,13 +162,20 @@ var helloWorld = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 })
 
 // modes are the modes of bench http, and whether each needs Redis.
-var modes = map[string]bool{"none": false, "memory": false, memoryNoHeaders: false, "redis": true, "lease": true,
+var modes = map[string]bool{"none": false, "memory": false, memoryNoHeaders: false, "memory-ietf": false,
+	"memory-legacy": false, "memory-none": false, "redis": true, "lease": true,
 	peerXRate: false, peerEcho: false, peerNaiveRedis: true, modeWait: false}
 
 // memoryNoHeaders is mode memory with the rule's hide_client_headers: the
 // same decisions without the five rate-limit headers, which the peers do
 // not send either: what the headers cost, measured in the same run.
 const memoryNoHeaders = "memory-noheaders"
+
+// headerSets are the header sets of the memory modes: memory writes both
+// (the default), memory-<set> the set of that name (memory-none as
+// memoryNoHeaders, by the rule's headers: none).
+var headerSets = map[string]enforce.HeaderSet{"memory": enforce.HeadersBoth, "memory-ietf": enforce.HeadersIETF,
+	"memory-legacy": enforce.HeadersLegacy, "memory-none": enforce.HeadersNone, memoryNoHeaders: enforce.HeadersBoth}
 
 // Limit is the quota of every mode, per API key and second: one no client
 // reaches.
@@ -191,7 +198,7 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 		return helloWorld, nil
 	case modeWait:
 		return newWaiter(helloWorld), nil
-	case "memory", memoryNoHeaders:
+	case "memory", memoryNoHeaders, "memory-ietf", "memory-legacy", "memory-none":
 		s = limiter.NewMemory()
 	case "redis", "lease":
 		var err error
@@ -206,7 +213,8 @@ func limitedHandler(m string, rdb *redis.Client, set redisstore.Settings, limit 
 	}
 	p := enforce.Policy{
 		Tiers: []enforce.Tier{{Name: "free", Limit: limit, Period: time.Second, Priority: 1}},
-		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, HideHeaders: m == memoryNoHeaders}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, HideHeaders: m == memoryNoHeaders,
+			Headers: headerSets[m]}},
 	}
 	// Unassigned API keys are anonymous by default, and a rule keyed by
 	// api_key skips anonymous clients: without this the middleware decided

@@ -174,3 +174,35 @@ func TestBenchHTTPWaitControl(t *testing.T) {
 		t.Errorf("after 32 more at once: %d answered, %d bad answers; want 33 and 0", n, bad.Load())
 	}
 }
+
+// Each memory mode of a header set decides (a key's second request is
+// refused) and sends exactly the rate-limit headers of its set.
+func TestBenchHTTPHeaderSets(t *testing.T) {
+	for m, want := range map[string][]string{
+		"memory":        {"Ratelimit", "Ratelimit-Policy", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"},
+		"memory-ietf":   {"Ratelimit", "Ratelimit-Policy"},
+		"memory-legacy": {"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"},
+		"memory-none":   nil,
+	} {
+		h, err := limitedHandler(m, nil, redisstore.Settings{}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, code := range []int{200, 429} {
+			req := httptest.NewRequest("GET", "/hello", nil)
+			req.Header.Set("X-API-Key", "k1")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			var got []string
+			for k := range w.Header() {
+				if strings.Contains(strings.ToLower(k), "ratelimit") {
+					got = append(got, k)
+				}
+			}
+			slices.Sort(got)
+			if w.Code != code || !slices.Equal(got, want) {
+				t.Errorf("%s, request %d: %d with %v, want %d with %v", m, i+1, w.Code, got, code, want)
+			}
+		}
+	}
+}

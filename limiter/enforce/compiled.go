@@ -62,6 +62,7 @@ func compile(p *Policy) (*compiled, error) {
 	}
 	for _, r := range p.Rules {
 		cr := compiledRule{Rule: r, path: ParsePath(r.Path)}
+		cr.HideHeaders = r.HideHeaders || r.Headers == HeadersNone
 		if len(r.Methods) > 0 {
 			cr.methods = make(map[string]bool, len(r.Methods))
 			for _, m := range r.Methods {

@@ -116,6 +116,38 @@ type Rule struct {
 	Fallback  limiter.FallbackPolicy
 	// HideHeaders: no X-RateLimit-*/RateLimit* headers for this rule.
 	HideHeaders bool
+	// Headers is the set of rate-limit headers the rule's decisions write
+	// (the zero value, HeadersBoth: all five). HeadersNone hides them as
+	// HideHeaders does. policy.Compile resolves a configuration's
+	// top-level headers, which a rule's own overrides, into it.
+	Headers HeaderSet
+}
+
+// HeaderSet is a set of rate-limit headers a rule writes. A refusal
+// carries Retry-After whatever the set.
+type HeaderSet uint8
+
+// Header sets.
+const (
+	HeadersBoth   HeaderSet = iota // X-RateLimit-Limit, -Remaining, -Reset, RateLimit-Policy and RateLimit (the default)
+	HeadersIETF                    // RateLimit-Policy and RateLimit (the IETF draft's)
+	HeadersLegacy                  // X-RateLimit-Limit, -Remaining and -Reset
+	HeadersNone                    // none: as HideHeaders
+)
+
+var headerSetNames = enum.New[HeaderSet]("enforce", "headers", "both", "ietf", "legacy", "none")
+
+func (s HeaderSet) String() string { return headerSetNames.String(s) }
+
+// HeaderSetNames lists the header sets' names, the first the default.
+func HeaderSetNames() []string { return headerSetNames.Names() }
+
+// ParseHeaderSet reads a header set's name; "" means HeadersBoth.
+func ParseHeaderSet(s string) (HeaderSet, error) {
+	if s == "" {
+		return HeadersBoth, nil
+	}
+	return headerSetNames.Parse(s)
 }
 
 // Policy is the whole enforcement configuration. Rules apply in order; a
@@ -221,6 +253,8 @@ func (r *Rule) validate(i int, tiers []Tier) error {
 		return f("key: at least one key source is needed")
 	case !modeNames.Valid(r.Mode):
 		return f("mode %d: unknown", r.Mode)
+	case !headerSetNames.Valid(r.Headers):
+		return f("headers %d: unknown", r.Headers)
 	case r.Mode == ModeDelay && (r.MaxWait <= 0 || r.MaxWait > MaxDelay):
 		return f("max_wait %v: delay mode needs 0 < max_wait ≤ %v", r.MaxWait, MaxDelay)
 	case r.Cost < 0:

@@ -38,7 +38,8 @@ var headerKeys = [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateL
 
 // WriteHeaders sets the rate-limit headers of res on h, for the most
 // restrictive rule that does not hide them (none when the reported rule
-// hides them), and Retry-After on a refusal. The values of a rule's limit
+// hides them), those of that rule's HeaderSet, and Retry-After on a
+// refusal. The values of a rule's limit
 // that do not change (X-RateLimit-Limit, RateLimit-Policy) are made when
 // the policy is; the others are made in the memory Check set aside for the
 // request's bucket keys, so that a check and its headers cost one
@@ -56,41 +57,69 @@ func (res *Result) WriteHeaders(h http.Header) {
 
 // writeHeaders is WriteHeaders making the values in s, which it owns.
 func (res *Result) writeHeaders(h http.Header, s *scratch) {
-	a, v := &s.arena, &s.vals
-	if res.Hidden { // the rule hides its headers: only a refusal's Retry-After
-		if !res.Allowed {
-			v[5] = a.int(res.RetryAfter)
-			h[keyRetryAfter] = v[5:6:6]
+	if !res.Hidden { // a hidden rule writes only a refusal's Retry-After
+		set := res.headerSet()
+		d := &res.Decision
+		reset, window := ceilSeconds(d.ResetAfter), max(1, ceilSeconds(res.Period))
+		text := res.cr.headerText(res.Rule, d.Limit, window)
+		if set != HeadersIETF {
+			res.writeLegacy(h, s, text, reset)
 		}
-		return
+		if set != HeadersLegacy {
+			res.writeIETF(h, s, text, reset, window)
+		}
 	}
-	d := &res.Decision
-	reset, window := ceilSeconds(d.ResetAfter), max(1, ceilSeconds(res.Period))
-	if text := res.cr.headerText(res.Rule, d.Limit, window); text != nil {
-		v[0], v[3] = text.limit, text.policy
-	} else { // not a limit of the policy's (a store's own limit, a tier cap)
+	if !res.Allowed {
+		s.vals[5] = s.int(res.RetryAfter)
+		h[keyRetryAfter] = s.vals[5:6:6]
+	}
+}
+
+// writeLegacy sets X-RateLimit-Limit, -Remaining and -Reset; text is the
+// limit's made header text, or nil (not a limit of the policy's: a store's
+// own limit, a tier cap).
+func (res *Result) writeLegacy(h http.Header, s *scratch, text *headerText, reset int64) {
+	a, v, d := &s.arena, &s.vals, &res.Decision
+	if text != nil {
+		v[0] = text.limit
+	} else {
 		v[0] = a.int(d.Limit)
+	}
+	v[1] = a.int(d.Remaining)
+	v[2] = a.int(res.at.Unix() + reset)
+	for i := range 3 {
+		h[headerKeys[i]] = v[i : i+1 : i+1]
+	}
+}
+
+// writeIETF sets RateLimit-Policy and RateLimit, as writeLegacy does the
+// legacy headers.
+func (res *Result) writeIETF(h http.Header, s *scratch, text *headerText, reset, window int64) {
+	a, v, d := &s.arena, &s.vals, &res.Decision
+	if text != nil {
+		v[3] = text.policy
+	} else {
 		start := a.len()
 		a.buf = appendPolicy(a.buf, res.Rule, d.Limit, window)
 		v[3] = a.from(start)
 	}
-	v[1] = a.int(d.Remaining)
-	v[2] = a.int(res.at.Unix() + reset)
 	start := a.len()
 	a.buf = append(a.buf, '"')
 	a.buf = append(a.buf, res.Rule...)
 	a.buf = append(a.buf, `";r=`...)
-	a.buf = append(a.buf, v[1]...)
+	a.buf = strconv.AppendInt(a.buf, d.Remaining, 10)
 	a.buf = append(a.buf, ";t="...)
 	a.buf = strconv.AppendInt(a.buf, reset, 10)
 	v[4] = a.from(start)
-	n := 5
-	if !res.Allowed {
-		v[5], n = a.int(res.RetryAfter), 6
+	h[keyPolicy], h[keyRateLimit] = v[3:4:4], v[4:5:5]
+}
+
+// headerSet is the header set of the reported rule: both when none is.
+func (res *Result) headerSet() HeaderSet {
+	if res.cr == nil {
+		return HeadersBoth
 	}
-	for i := range n {
-		h[headerKeys[i]] = v[i : i+1 : i+1]
-	}
+	return res.cr.Headers
 }
 
 // scratchRoom is what a request's scratch holds in place for the bucket
