@@ -18,16 +18,22 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
-// registerInfo registers throttled_build_info, throttled_config_version
-// and throttled_effective_multiplier (read at scrape time).
+// registerInfo registers throttled_build_info, throttled_config_version,
+// throttled_requests_total (every front counts its requests in it), and
+// throttled_effective_multiplier and throttled_limit (read at scrape time).
 func (s *Instance) registerInfo() error {
+	var err error
+	if s.requests, err = instrument.NewRequests(s.reg); err != nil {
+		return err
+	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "throttled_build_info",
 		Help: "1, labelled with the build: Version, Go version and VCS revision."},
 		[]string{"version", "goversion", "revision"})
 	build.WithLabelValues(Version, runtime.Version(), revision()).Set(1)
 	s.configVersion = prometheus.NewGauge(prometheus.GaugeOpts{Name: "throttled_config_version",
 		Help: "Version of the admin configuration in force on this instance (it counts writes; 0 until one is applied)."})
-	for _, c := range []prometheus.Collector{build, s.configVersion, instrument.NewEffectiveMultipliers(s.effective)} {
+	for _, c := range []prometheus.Collector{build, s.configVersion, instrument.NewEffectiveMultipliers(s.effective),
+		instrument.NewLimits(s.limits)} {
 		if err := s.reg.Register(c); err != nil {
 			return err
 		}
@@ -46,6 +52,15 @@ func revision() string {
 		}
 	}
 	return "unknown"
+}
+
+// limits are the limits this instance's enforcer has in force, for
+// throttled_limit; none before it is made.
+func (s *Instance) limits() []instrument.Limit {
+	if s.enforcer == nil {
+		return nil
+	}
+	return s.enforcer.Limits()
 }
 
 // effective is the multiplier this instance enforces on each tier and its

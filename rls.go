@@ -16,13 +16,13 @@ func (s *Instance) buildRLS(ctx context.Context) error {
 	}
 	var err error
 	s.rls, err = rls.New(s.enforcer, rls.Settings{Domain: s.cfg.RLS.Domain, Ready: s.ready.Ready,
-		Reflection: s.cfg.RLS.Reflection}, s.reg)
+		Reflection: s.cfg.RLS.Reflection, Requests: s.requests}, s.reg)
 	return err
 }
 
 // checkHandler is POST /v1/check, behind check.token when one is set.
 func (s *Instance) checkHandler() http.Handler {
-	h, token := s.enforcer.CheckHandler(), s.cfg.Check.Token
+	h, token := s.enforcer.CheckHandler(s.requests), s.cfg.Check.Token
 	if token == "" {
 		return h
 	}

@@ -251,7 +251,7 @@ func (s *Instance) buildPipeline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps := pipeline.Settings{Enforcer: s.enforcer, Metrics: s.metrics, Refusals: s.refusals, Answers: s.answers,
+	ps := pipeline.Settings{Enforcer: s.enforcer, Metrics: s.metrics, Refusals: s.refusals, Answers: s.answers, Requests: s.requests,
 		BreakerRoutes: s.cfg.UpstreamBreaker.Routes}
 	if ps.Bulkheads, err = bulkheadsOf("tier:", s.cfg.Bulkheads, bm); err != nil {
 		return err

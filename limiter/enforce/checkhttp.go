@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
+
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
 // HeaderDecision carries the reason of a refused check (over_quota or shed)
@@ -61,23 +67,100 @@ type CheckOutcome struct {
 	StoreError        string `json:"store_error,omitempty"`
 }
 
+// RequestCounter counts every request or check once, with the answer its
+// client gets: tier, HTTP status and reason (instrument.Requests is one,
+// the reasons are instrument's).
+type RequestCounter interface {
+	Count(tier string, code int, reason string)
+}
+
+// AnswerReason is why the client gets res's answer, as
+// throttled_requests_total counts it: over_quota (429); tier_cap (503, the
+// tier-wide cap refused); shed (503, a rule's admission bucket); fallback
+// (admitted without the shared store's decision: the fallback decided, or
+// the store failed and the request was let through); else admitted.
+func (res *Result) AnswerReason() string {
+	switch {
+	case !res.Allowed && res.Decision.Reason == limiter.OverQuota:
+		return instrument.ReasonOverQuota
+	case !res.Allowed && res.Rule == TierAdmissionRule:
+		return instrument.ReasonTierCap
+	case !res.Allowed:
+		return instrument.ReasonShed
+	case res.Decision.Fallback || res.Err != nil:
+		return instrument.ReasonFallback
+	}
+	return instrument.ReasonAdmitted
+}
+
+// Limits are the limits in force now, for throttled_limit and the
+// gateways' operators: for every tier (by name) and every enforced rule
+// (a shadow rule is not in force; an unlimited tier's clients are never
+// refused by a rule), the rule's limit in requests per second (its own,
+// the tightest of several, or the tier's quota) times the tier's
+// multiplier; then the tier-wide admission cap (rule tier_admission) of a
+// tier that has one.
+func (e *Enforcer) Limits() []instrument.Limit {
+	p := e.policy.Load()
+	var out []instrument.Limit
+	for _, name := range slices.Sorted(maps.Keys(p.tiers)) {
+		t := p.tiers[name]
+		m := e.multiplier(name)
+		for i := range p.rules {
+			cr := &p.rules[i]
+			if cr.Mode == ModeShadow || t.Unlimited {
+				continue
+			}
+			out = append(out, instrument.Limit{Tier: name, Rule: cr.Name, PerSecond: cr.perSecond(t) * m})
+		}
+		if e.set.Rates != nil {
+			if r := e.set.Rates.Rate(name); r > 0 {
+				out = append(out, instrument.Limit{Tier: name, Rule: TierAdmissionRule, PerSecond: r})
+			}
+		}
+	}
+	return out
+}
+
+// perSecond is the rule's base limit for a client of tier t, in requests
+// per second: the tightest of its own limits, or the tier's quota.
+func (cr *compiledRule) perSecond(t *Tier) float64 {
+	if len(cr.own) == 0 {
+		return float64(t.Limit) / t.Period.Seconds()
+	}
+	least := math.Inf(1)
+	for _, l := range cr.own {
+		least = min(least, float64(l.Limit)/l.Period.Seconds())
+	}
+	return least
+}
+
 // CheckHandler answers POST /v1/check for gateways that ask over HTTP
 // (nginx auth_request, Traefik forwardAuth, Kong): it decides the body's
 // queries through CheckKeys and answers as the middleware would, 200, 429
 // or 503 with the rate-limit headers, Retry-After on a refusal and
 // HeaderDecision, and a CheckAnswer body. Bad input gets 400
-// {"error","field"} and spends nothing.
-func (e *Enforcer) CheckHandler() http.Handler {
+// {"error","field"} and spends nothing. Every check is counted once in
+// requests (nil: not counted), with the status answered and its
+// AnswerReason, or instrument.ReasonInvalid for bad input.
+func (e *Enforcer) CheckHandler(requests RequestCounter) http.Handler {
+	count := func(tier string, code int, reason string) {
+		if requests != nil {
+			requests.Count(tier, code, reason)
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			writeCheckError(w, http.StatusMethodNotAllowed, "", "method not allowed: POST a check")
+			count("", http.StatusMethodNotAllowed, instrument.ReasonInvalid)
 			return
 		}
 		qs, field, err := readChecks(w, r)
 		if err != nil {
 			writeCheckError(w, http.StatusBadRequest, field, err.Error())
+			count("", http.StatusBadRequest, instrument.ReasonInvalid)
 			return
 		}
 		out := make([]Outcome, len(qs))
@@ -88,6 +171,7 @@ func (e *Enforcer) CheckHandler() http.Handler {
 				field = fmt.Sprintf("checks[%d].%s", qe.Index, qe.Field)
 			}
 			writeCheckError(w, http.StatusBadRequest, field, qe.Msg)
+			count("", http.StatusBadRequest, instrument.ReasonInvalid)
 			return
 		}
 		res.WriteHeaders(w.Header())
@@ -100,6 +184,7 @@ func (e *Enforcer) CheckHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = w.Write(append(body, '\n'))
+		count(res.Tier, status, res.AnswerReason())
 	})
 }
 

@@ -58,7 +58,7 @@ func runChecks(t *testing.T, h http.Handler, steps []checkStep) {
 func TestCheckEndpoint(t *testing.T) {
 	store := redisStore(testenv.StartRedis(t).Client(), t, nil)
 	e := checkEnforcer(t, store, enforce.Settings{Multipliers: multipliers{"free": 0.34}})
-	h := e.CheckHandler()
+	h := e.CheckHandler(nil)
 	runChecks(t, h, []checkStep{
 		{"within limit", `{"rule":"per-key","key":"pat"}`, 200, "", func(t *testing.T, w *httptest.ResponseRecorder, a enforce.CheckAnswer) {
 			wantHeaders(t, w, map[string]string{"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "4",
@@ -137,7 +137,7 @@ func TestCheckEndpointRedisDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := checkEnforcer(t, fb, enforce.Settings{}).CheckHandler()
+	h := checkEnforcer(t, fb, enforce.Settings{}).CheckHandler(nil)
 	fellBack := func(t *testing.T, w *httptest.ResponseRecorder, a enforce.CheckAnswer) {
 		if !a.Fallback || a.StoreError != "" || !a.Checks[0].Fallback {
 			t.Errorf("answer %+v, want a fallback decision", a)
@@ -153,7 +153,7 @@ func TestCheckEndpointRedisDown(t *testing.T) {
 // TestCheckPeek: a query with "peek": true reads the buckets without
 // spending anything, whatever its cost; the next plain check spends.
 func TestCheckPeek(t *testing.T) {
-	h := checkEnforcer(t, limiter.NewMemory(), enforce.Settings{}).CheckHandler()
+	h := checkEnforcer(t, limiter.NewMemory(), enforce.Settings{}).CheckHandler(nil)
 	remaining := func(want int64) func(*testing.T, *httptest.ResponseRecorder, enforce.CheckAnswer) {
 		return func(t *testing.T, _ *httptest.ResponseRecorder, a enforce.CheckAnswer) {
 			if !a.Allowed || a.Remaining != want {

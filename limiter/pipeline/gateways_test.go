@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -38,7 +37,7 @@ type gateway struct {
 	label string
 	// connect serves e's decisions for the test's time and returns a
 	// client of them.
-	connect func(t *testing.T, e *enforce.Enforcer) decider
+	connect func(f *fixture) decider
 }
 
 // decider asks for the rules' decision for a client key.
@@ -61,7 +60,7 @@ func (g gateway) name() string { return g.label }
 func (gateway) handles() bool  { return false }
 
 func (g gateway) serve(f *fixture, _ *pipeline.Pipeline, app http.Handler) http.Handler {
-	ask := g.connect(f.t, f.s.Enforcer)
+	ask := g.connect(f)
 	rules := f.policy.Rules
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var names []string
@@ -119,9 +118,10 @@ var decisionHeaders = []string{enforce.HeaderLimit, enforce.HeaderRemaining, enf
 // the verdict: status, the decision's headers, Content-Type and the
 // CheckAnswer body, which holds a refusal's fields. A check that cannot be
 // asked lets the request through (the gateway fails open).
-func checkService(t *testing.T, e *enforce.Enforcer) decider {
+func checkService(f *fixture) decider {
+	t := f.t
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/check", e.CheckHandler())
+	mux.Handle("POST /v1/check", f.s.Enforcer.CheckHandler(f.s.Requests))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return func(ctx context.Context, rules []string, key string) verdict {
@@ -173,8 +173,8 @@ func checkService(t *testing.T, e *enforce.Enforcer) decider {
 // HeaderDecision says shed, with those headers and a body made of the
 // dynamic metadata (decision, rule, tier) and Retry-After. An error lets
 // the request through, as Envoy does unless failure_mode_deny.
-func rlsService(t *testing.T, e *enforce.Enforcer) decider {
-	client := serveRLS(t, e)
+func rlsService(f *fixture) decider {
+	t, client := f.t, serveRLS(f)
 	return func(ctx context.Context, rules []string, key string) verdict {
 		req := &rlsv3.RateLimitRequest{Domain: rls.DefaultDomain}
 		for _, rule := range rules {
@@ -210,13 +210,13 @@ func rlsService(t *testing.T, e *enforce.Enforcer) decider {
 	}
 }
 
-// serveRLS serves e as the rate limit service on a loopback port until
-// the test ends, and returns a client of it.
-func serveRLS(t *testing.T, e *enforce.Enforcer) rlsv3.RateLimitServiceClient {
-	srv, err := rls.New(e, rls.Settings{}, nil)
+// serveRLS serves f's Enforcer as the rate limit service on a loopback
+// port until the test ends, and returns a client of it.
+func serveRLS(f *fixture) rlsv3.RateLimitServiceClient {
+	srv, err := rls.New(f.s.Enforcer, rls.Settings{Requests: f.s.Requests}, nil)
 	if err != nil {
-		t.Fatal(err)
+		f.t.Fatal(err)
 	}
-	c, _ := rlstest.Serve(t, srv)
+	c, _ := rlstest.Serve(f.t, srv)
 	return c
 }

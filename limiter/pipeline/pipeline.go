@@ -10,6 +10,7 @@ import (
 
 	"github.com/throttledhq/throttled/bulkhead"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
 // Settings are a Pipeline's stages. Enforcer is required; every other zero
@@ -43,6 +44,10 @@ type Settings struct {
 	// Answers is told of every answer a handler (the upstream) gives, as
 	// its headers go out; the in-process signals read what it records.
 	Answers Observer
+	// Requests counts every request once, with the answer its client got
+	// (*instrument.Requests): the Enforcer's refusal, a stage's 503 or
+	// 499, or the handler's status (reason upstream_error from 500 up).
+	Requests enforce.RequestCounter
 }
 
 // Observer is told of every request that reached the handler: the status
@@ -110,6 +115,7 @@ func (p *Pipeline) Serve(w http.ResponseWriter, r *http.Request, next http.Handl
 	if !c.res.Allowed {
 		c.res.WriteHeaders(w.Header())
 		writeJSON(w, c.res.Status, c.res.Body())
+		p.count(c.res.Tier, c.res.Status, c.res.AnswerReason())
 		return
 	}
 	if !p.hold(c, w, r) {
@@ -163,7 +169,7 @@ func (p *Pipeline) routeBulkhead(path string) *bulkhead.Bulkhead {
 // that puts the rate-limit headers on next's answer when it needs one.
 func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next http.Handler) {
 	hw := w
-	if c.res.Limited || p.s.Answers != nil {
+	if c.res.Limited || p.s.Answers != nil || p.s.Requests != nil {
 		if p.s.Answers != nil {
 			c.called = time.Now()
 			if c.start.IsZero() {
@@ -174,7 +180,7 @@ func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next 
 	}
 	if p.s.Breakers == nil {
 		next.ServeHTTP(hw, r)
-		c.answer(http.StatusOK)
+		p.answered(c)
 		return
 	}
 	name := p.breakerOf[p.breakers.Of(r.URL.Path, "")]
@@ -185,5 +191,23 @@ func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next 
 		p.refuseBreaker(w, b, c.res.Tier, err)
 		return
 	}
+	p.answered(c)
+}
+
+// answered counts the handler's answer, once it has returned: its status
+// (200 when it wrote none), reason upstream_error from 500 up.
+func (p *Pipeline) answered(c *call) {
 	c.answer(http.StatusOK)
+	reason := c.res.AnswerReason()
+	if c.status >= http.StatusInternalServerError {
+		reason = instrument.ReasonUpstreamError
+	}
+	p.count(c.res.Tier, c.status, reason)
+}
+
+// count counts one request in Settings.Requests.
+func (p *Pipeline) count(tier string, code int, reason string) {
+	if p.s.Requests != nil {
+		p.s.Requests.Count(tier, code, reason)
+	}
 }

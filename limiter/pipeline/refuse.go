@@ -27,8 +27,10 @@ const StatusClientGone = 499
 func (p *Pipeline) refuseGate(w http.ResponseWriter, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrShed) {
 		w.WriteHeader(StatusClientGone)
+		p.count(tier, StatusClientGone, instrument.ReasonClientGone)
 		return
 	}
+	p.count(tier, http.StatusServiceUnavailable, instrument.ReasonConcurrency)
 	p.refuse503(w, "service overloaded, retry later", limiter.Shed.String(), tier, GateRule, time.Second)
 }
 
@@ -55,8 +57,10 @@ func (p *Pipeline) dryRunShed(c *call, err error) bool {
 func (p *Pipeline) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrFull) {
 		w.WriteHeader(StatusClientGone)
+		p.count(tier, StatusClientGone, instrument.ReasonClientGone)
 		return
 	}
+	p.count(tier, http.StatusServiceUnavailable, instrument.ReasonBulkhead)
 	p.refuse503(w, "service busy, retry later", instrument.DecisionBulkhead, tier, bh.Name(), bh.RetryAfter())
 }
 
@@ -66,8 +70,10 @@ func (p *Pipeline) refuseBulkhead(w http.ResponseWriter, bh *bulkhead.Bulkhead, 
 func (p *Pipeline) refuseBreaker(w http.ResponseWriter, b *bulkhead.Breaker, tier string, err error) {
 	if !errors.Is(err, bulkhead.ErrOpen) {
 		w.WriteHeader(StatusClientGone)
+		p.count(tier, StatusClientGone, instrument.ReasonClientGone)
 		return
 	}
+	p.count(tier, http.StatusServiceUnavailable, instrument.ReasonBreakerOpen)
 	p.refuse503(w, "upstream unavailable, retry later", instrument.DecisionBreakerOpen, tier, b.Name(), b.RetryAfter())
 }
 

@@ -22,6 +22,7 @@ type call struct {
 	called  time.Time          // when it reached the handler
 	w       http.ResponseWriter
 	wrote   bool // the answer's headers are out
+	status  int  // the answer's status, once wrote
 }
 
 // keep holds pm until the call is done.
@@ -48,7 +49,7 @@ func (c *call) answer(status int) {
 	if c.wrote || c.w == nil {
 		return
 	}
-	c.wrote = true
+	c.wrote, c.status = true, status
 	c.res.WriteHeaders(c.w.Header())
 	if a := c.p.s.Answers; a != nil {
 		now := time.Now()

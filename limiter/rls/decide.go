@@ -13,6 +13,7 @@ import (
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/instrument"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -33,19 +34,53 @@ const MaxEntries = 32
 
 // ShouldRateLimit decides req: the RateLimitService method.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	resp, err := s.decide(ctx, req)
+	var ans answered
+	resp, err := s.decide(ctx, req, &ans)
 	code := answerOK
 	switch {
 	case err != nil:
 		code = status.Code(err).String()
+		ans.code, ans.reason = failed(status.Code(err))
 	case resp.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT:
 		code = answerOverLimit
 	}
 	s.answers.WithLabelValues(code).Inc()
+	if s.set.Requests != nil {
+		s.set.Requests.Count(ans.tier, ans.code, ans.reason)
+	}
 	return resp, err
 }
 
-func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+// answered is a call's answer as throttled_requests_total counts it: the
+// status its gateway is to answer (200 for OK; 429 or 503 for OVER_LIMIT,
+// as the middleware would) and why.
+type answered struct {
+	tier   string
+	code   int
+	reason string
+}
+
+// failed is the status and reason counted for a call answered with the
+// gRPC error code c.
+func failed(c codes.Code) (int, string) {
+	switch c {
+	case codes.InvalidArgument:
+		return http.StatusBadRequest, instrument.ReasonInvalid
+	case codes.NotFound:
+		return http.StatusNotFound, instrument.ReasonInvalid
+	case codes.Canceled, codes.DeadlineExceeded:
+		return statusClientGone, instrument.ReasonClientGone
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable, instrument.ReasonStoreError
+	}
+	return http.StatusInternalServerError, instrument.ReasonStoreError
+}
+
+// statusClientGone is the status of a request whose client went away
+// before its answer (nginx's 499, as the pipeline counts it).
+const statusClientGone = 499
+
+func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest, ans *answered) (*rlsv3.RateLimitResponse, error) {
 	if d := req.GetDomain(); d != s.set.Domain {
 		return nil, status.Errorf(codes.NotFound, "rls: unknown domain %q (this server serves %q)", d, s.set.Domain)
 	}
@@ -63,9 +98,11 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv
 	}
 	out := make([]enforce.Outcome, len(qs))
 	res, err := s.check.CheckKeys(ctx, qs, out)
+	ans.tier = res.Tier
 	var qe *enforce.QueryError
 	switch {
 	case errors.As(err, &qe) && qe.Field == "cost":
+		*ans = answered{code: http.StatusTooManyRequests, reason: instrument.ReasonOverQuota}
 		return beyondCapacity(len(qs), qe.Index), nil
 	case errors.As(err, &qe):
 		return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %s: %s", qe.Index, qe.Field, qe.Msg)
@@ -73,6 +110,10 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv
 		return nil, status.Errorf(codes.Internal, "rls: %v", err)
 	case res.Allowed && res.Err != nil:
 		return nil, storeError(res.Err)
+	}
+	ans.code, ans.reason = http.StatusOK, res.AnswerReason()
+	if !res.Allowed {
+		ans.code = res.Status
 	}
 	return answer(&res, qs, out), nil
 }

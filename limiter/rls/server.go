@@ -50,6 +50,12 @@ type Settings struct {
 	// Reflection registers gRPC server reflection (for grpcurl and the
 	// like); off by default.
 	Reflection bool
+	// Requests counts every ShouldRateLimit call once, as the request its
+	// gateway answers (instrument.Requests): OK is 200; OVER_LIMIT 429, or
+	// 503 when shed; an error by its gRPC code (InvalidArgument 400,
+	// NotFound 404, Canceled and DeadlineExceeded 499, Unavailable 503,
+	// else 500). Nil: not counted.
+	Requests enforce.RequestCounter
 }
 
 func (s Settings) normalize() (Settings, error) {
