@@ -46,7 +46,7 @@ type Instance struct {
 	enforcer       *enforce.Enforcer
 	top            *instrument.TopK // the clients refused most, for /metrics and GET /v1/top
 	metrics        *instrument.Metrics
-	requests       *instrument.Requests // throttled_requests_total, of every front
+	requests       *instrument.Requests   // throttled_requests_total, of every front
 	refusals       *instrument.RefusalLog // the sampled info line per refusal
 	configVersion  prometheus.Gauge       // throttled_config_version
 	tracer         oteltrace.Tracer       // nil: no tracing (see startTracing)
