@@ -19,6 +19,11 @@ var histograms = map[string]bool{
 // productMetrics are the metric names throttled exports (the contract the
 // dashboards and rules are written against).
 var productMetrics = map[string]bool{
+	// every request (gateway check) once, as its client saw the answer;
+	// the limits in force per tier and rule.
+	"throttled_requests_total": true,
+	"throttled_limit":          true,
+
 	"throttled_decisions_total":                   true,
 	"throttled_decision_duration_seconds":         true,
 	"throttled_store_errors_total":                true,
@@ -282,8 +287,10 @@ func TestDashboardsCoverTheProduct(t *testing.T) {
 	all := strings.Join(exprs, "\n")
 	for what, re := range map[string]string{
 		"decisions by tier and decision": `sum by \(tier, decision\) \(rate\(throttled_decisions_total`,
-		"429 ratio":                      `decision=~"over_quota\|fallback_over_quota"`,
-		"503 ratio":                      `decision=~"shed\|fallback_shed\|bulkhead\|breaker_open"`,
+		"requests/s":                     `(?m)^sum\(rate\(throttled_requests_total\{[^}]*\}\[[^]]+\]\)\)$`,
+		"refused share by reason":        `sum by \(reason\) \(rate\(throttled_requests_total`,
+		"refused share by tier":          `sum by \(tier\) \(rate\(throttled_requests_total`,
+		"limits in force":                `throttled_limit\{`,
 		"decision latency p50":           `histogram_quantile\(0\.5, [^\n]*throttled_decision_duration_seconds_bucket`,
 		"decision latency p99":           `histogram_quantile\(0\.99, [^\n]*throttled_decision_duration_seconds_bucket`,
 		"multipliers":                    `throttled_tier_multiplier`,
