@@ -25,6 +25,12 @@
 //  6. permits released; Settings.Answers is told of the answer's status,
 //     the time from the gate to its headers and the handler's own time.
 //
+// Settings.Requests counts every request once, where its answer is final:
+// the Enforcer's refusal (Result.AnswerReason), a 503 of stages 2–4
+// (concurrency, bulkhead, breaker_open) or a 499 (client_gone), else the
+// handler's status once it returned (admitted or fallback; upstream_error
+// from 500 up).
+//
 // No refusal of stages 2–4, nor the handler's failure, gives quota back:
 // the quota counts every request the client sent that was not refused for
 // quota (limiter/enforce's package doc, "Quota and load"), so a client
