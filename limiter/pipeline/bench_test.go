@@ -12,6 +12,7 @@ import (
 	"github.com/throttledhq/throttled/limiter"
 	"github.com/throttledhq/throttled/limiter/echolimit"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 )
 
@@ -65,6 +66,11 @@ func allStages(b *testing.B, s pipeline.Settings) pipeline.Settings {
 	}
 	s.Gate, s.Bulkheads, s.Breakers, s.BreakerRoutes = g, map[string]*bulkhead.Bulkhead{"free": bh}, set, []string{"/v1"}
 	s.Answers = histogramObserver{prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admitted"})}
+	req, err := instrument.NewRequests(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Requests = req
 	return s
 }
 
