@@ -6,8 +6,11 @@
 //     importing into any Grafana; file-provisioned as they are through
 //     deploy/grafana/provisioning), with datasource, job and instance
 //     variables that every query follows, so one Grafana watches several
-//     deployments: decisions by tier and decision, refusal ratios (429 and
-//     503 apart), near-limit warnings, decision latency, store errors and
+//     deployments: a first row from throttled_requests_total (each request
+//     once, as its client saw it: requests/s, refused share by reason and by
+//     tier, the upstream's error share), the multipliers in force and the
+//     upstream's latency against its target; decisions by tier and
+//     decision, the limits in force, near-limit warnings, decision latency, store errors and
 //     fallback, breakers and bulkheads, top consumers, the upstream,
 //     instance health, configuration and builds, the admin API, Envoy's
 //     rate limit service and untrusted X-Forwarded-For; the controller's
@@ -28,5 +31,7 @@
 // its ports and service names agree with the configs it mounts, and they
 // run every PromQL expression of the dashboards, the rules and the compose
 // controller config against a real Prometheus scraping a running
-// `throttled serve` proxy, requiring the key series to return data.
+// `throttled serve` proxy, requiring the key series to return data; and
+// the first row's queries, over the window of a known mix, must say what
+// its clients saw within 2 % (TestFirstRowTellsTheTruth).
 package dashboards
