@@ -76,11 +76,15 @@ type RequestCounter interface {
 
 // AnswerReason is why the client gets res's answer, as
 // throttled_requests_total counts it: over_quota (429); tier_cap (503, the
-// tier-wide cap refused); shed (503, a rule's admission bucket); fallback
-// (admitted without the shared store's decision: the fallback decided, or
-// the store failed and the request was let through); else admitted.
+// tier-wide cap refused); shed (503, a rule's admission bucket); for an
+// admitted request, DryRunPrefix and the refusal a dry run let pass
+// (dry_run_over_quota, dry_run_shed, dry_run_delayed), fallback (admitted
+// without the shared store's decision: the fallback decided, or the store
+// failed and the request was let through), else admitted.
 func (res *Result) AnswerReason() string {
 	switch {
+	case res.Allowed && res.DryRun != "":
+		return DryRunPrefix + res.DryRun
 	case !res.Allowed && res.Decision.Reason == limiter.OverQuota:
 		return instrument.ReasonOverQuota
 	case !res.Allowed && res.Rule == TierAdmissionRule:

@@ -138,7 +138,7 @@ func TestDryRunSettingIsChecked(t *testing.T) {
 // POST /v1/check) and names the would-be answer in dry_run.
 func TestCheckKeysDryRun(t *testing.T) {
 	e := checkEnforcer(t, limiter.NewMemory(), enforce.Settings{DryRun: enforce.DryRunAll})
-	h := e.CheckHandler()
+	h := e.CheckHandler(nil)
 	var last enforce.CheckAnswer
 	for i := range 4 {
 		var w *httptest.ResponseRecorder

@@ -14,8 +14,10 @@ import (
 const RequestsMetric = "throttled_requests_total"
 
 // Reasons of throttled_requests_total: why the client got its answer. The
-// set is bounded: these, and the same prefixed by "dry_run_" for an answer
-// a dry run would have refused.
+// set is bounded: these, and for a request a dry run let pass (its client
+// got the admitted answer) the refusal it would have had:
+// dry_run_over_quota, dry_run_shed (a multiplier, the tier cap or the
+// gate) and dry_run_delayed (enforce.DryRunPrefix).
 const (
 	// ReasonAdmitted: throttled let the request through and the handler
 	// (the upstream) answered below 500; for a gateway, the check allowed it.

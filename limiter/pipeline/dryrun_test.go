@@ -128,7 +128,7 @@ func TestDryRunMarksGatewayAnswers(t *testing.T) {
 	f.es.DryRun = enforce.DryRunLoad
 	f.control.mults = map[string]float64{"free": 0.01}
 	f.build(netHTTP{})
-	client := serveRLS(t, f.s.Enforcer)
+	client := serveRLS(f)
 	req := &rlsv3.RateLimitRequest{Domain: rls.DefaultDomain, Descriptors: []*ratelimitv3.RateLimitDescriptor{{
 		Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: rls.EntryRule, Value: "per-key"}, {Key: "api_key", Value: "k1"}}}}}
 	var resp *rlsv3.RateLimitResponse

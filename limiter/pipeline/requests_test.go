@@ -225,3 +225,37 @@ func handlerMix(ty *tally, h held) {
 	f.app.status.Store(http.StatusInternalServerError)
 	ty.send("k8", "/api/items", 3)
 }
+
+// TestDryRunCountedAsWouldBe: a request a dry run lets pass is counted
+// once with the answer its client got (200) and the refusal it would have
+// had: dry_run_over_quota under a dry run of all, dry_run_shed for the
+// gate's shed under a dry run of the load; on every front.
+func TestDryRunCountedAsWouldBe(t *testing.T) {
+	for _, fr := range fronts {
+		t.Run(fr.name()+"/all", func(t *testing.T) {
+			f := newFixture(t)
+			f.es.DryRun = enforce.DryRunAll
+			ty := newTally(f, instrument.ReasonAdmitted)
+			f.build(fr)
+			ty.send("k1", "/api/items", quota+2)
+			ty.seen = map[[3]string]float64{{"free", "200", "admitted"}: quota, {"free", "200", "dry_run_over_quota"}: 2}
+			ty.judge(t)
+		})
+		if !fr.handles() {
+			continue
+		}
+		t.Run(fr.name()+"/load, the gate", func(t *testing.T) {
+			f := newFixture(t)
+			f.es.DryRun = enforce.DryRunLoad
+			gateHeld(time.Millisecond)(f)
+			ty := newTally(f, instrument.ReasonAdmitted)
+			f.build(fr)
+			ty.send("k1", "/api/items", 1)
+			for _, undo := range f.undo {
+				undo()
+			}
+			ty.seen = map[[3]string]float64{{"free", "200", "dry_run_shed"}: 1}
+			ty.judge(t)
+		})
+	}
+}
