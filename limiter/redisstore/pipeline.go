@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +21,7 @@ import (
 // Redis, where a script may touch keys of any slot; on a cluster every
 // decision is its own EVALSHA, pipelined per node.
 //
-//	KEYS = the 2 keys of decision 1, of decision 2, …
+//	KEYS = the keys of decision 1 (1, the sliding log 2), of decision 2, …
 //	ARGV = the 8 arguments of decision 1, of decision 2, …
 //
 // It replies {replies, errors…}: replies packs the 4 numbers of every
@@ -39,7 +41,7 @@ const batchTail = `
 end
 local out, res = {}, {''}
 for i = 1, #ARGV / 8 do
-  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * 2)
+  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * NKEYS)
   if ok then out[i] = struct.pack('<dddd', r[1], r[2], r[3], r[4])
   else
     out[i] = struct.pack('<dddd', -1, 0, 0, 0)
@@ -69,7 +71,7 @@ func batchSource(src string) string {
 // batchArgs hold their hashes and sources as command arguments.
 var batchSources, batchScripts = func() (src [limiter.NumAlgorithms]string, s [limiter.NumAlgorithms]*redis.Script) {
 	for _, a := range limiter.Algorithms() {
-		src[a] = batchSource(sources[a])
+		src[a] = strings.Replace(batchSource(sources[a]), "NKEYS", strconv.Itoa(numKeys[a]), 1)
 		s[a] = redis.NewScript(src[a])
 	}
 	return src, s

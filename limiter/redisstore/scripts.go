@@ -16,7 +16,7 @@ import (
 // (scripts/bench-redis.sh joins the parts the same way). Each decides for
 // one client key with
 //
-//	KEYS = Bucket, Key (the sliding log: Key, Key + ":a")
+//	KEYS = Bucket (the sliding log: Key, Key + ":a"; numKeys)
 //	ARGV = now_us ("" = read Redis TIME), limit, period_us (-1: the calendar month), capacity, cost,
 //	       multiplier, refund ("1": give cost back, as after a refusal by a later rule),
 //	       the client key (the bucket's field)
@@ -48,6 +48,16 @@ var sources = func() (s [limiter.NumAlgorithms]string) {
 		}
 	}
 	return s
+}()
+
+// numKeys is the number of KEYS of each algorithm's script: the bucket, or
+// the sliding log's two sorted sets.
+var numKeys = func() (n [limiter.NumAlgorithms]int) {
+	for _, a := range limiter.Algorithms() {
+		n[a] = 1
+	}
+	n[limiter.SlidingWindowLog] = 2
+	return n
 }()
 
 // scripts are indexed by Algorithm, made once.
