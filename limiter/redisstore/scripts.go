@@ -31,18 +31,23 @@ import (
 //go:embed lua/*.lua lua/part/*.lua
 var luaFiles embed.FS
 
+// readLua is the text of lua/<name>.lua.
+func readLua(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic("redisstore: missing script " + name) // caught by every test run
+	}
+	return string(b)
+}
+
+// prelude is part/prelude.lua, the start of every script.
+var prelude = readLua("part/prelude")
+
 // sources are the scripts' text, indexed by Algorithm.
 var sources = func() (s [limiter.NumAlgorithms]string) {
-	read := func(name string) string {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic("redisstore: missing script " + name) // caught by every test run
-		}
-		return string(b)
-	}
-	prelude, store := read("part/prelude"), read("part/store")
+	store := readLua("part/store")
 	for _, a := range limiter.Algorithms() {
-		s[a] = prelude + read(a.String())
+		s[a] = prelude + readLua(a.String())
 		if a != limiter.SlidingWindowLog { // its state is two sorted sets, not a field
 			s[a] += store
 		}
