@@ -257,7 +257,13 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 					return
 				default:
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				// 500 ms on the live masters: a margin for a loaded host
+				// under -race, far below the seconds a CLUSTERDOWN lasts.
+				wait := 500 * time.Millisecond
+				if onDead[i] {
+					wait = 100 * time.Millisecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
 				_, err := s.Decide(ctx, limiter.Request{Key: keys[i], Rule: rule})
 				cancel()
 				load.record(err, onDead[i])
