@@ -136,10 +136,10 @@ func TestBatchBusy(t *testing.T) {
 }
 
 // TestBatchErrorIsPerDecision: a key of the wrong type fails its own
-// decision only, not the others of its batch.
+// decision only, not the others of its batch ("good" is in another bucket).
 func TestBatchErrorIsPerDecision(t *testing.T) {
 	s, _, resume := stalled(t, Settings{}, func(s *Store, c *redis.Client) {
-		if err := c.RPush(context.Background(), s.Key(limiter.TokenBucket, "bad"), "x").Err(); err != nil {
+		if err := c.RPush(context.Background(), s.Bucket(limiter.TokenBucket, "bad"), "x").Err(); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -5,15 +5,14 @@ import "github.com/throttledhq/throttled/limiter"
 // Buckets. Every algorithm but the sliding log keeps a client key's state as
 // one field (named by the key) of a hash, its bucket, which holds the keys
 // of one cluster slot: "<prefix><alg>{<tag>}", where tag is a short string
-// of that slot and the slot is the one of Key(alg, key), the key of older
-// versions. One Redis key per client costs about 165 bytes in Redis 7.0
-// (dict entry, key, value object, expires entry) before any state; a field
+// of that slot and the slot is the one of Key(alg, key). One Redis key per
+// client costs about 165 bytes in Redis 7.0 (dict entry, key, value object,
+// expires entry) before any state; a field
 // of a small hash (a listpack) costs its bytes, so a live key costs about
 // 65 bytes with 100,000 keys (BENCHMARKS.md). Each field carries its expiry
 // (time to refill plus one second, in whole seconds); the bucket's TTL is
 // the latest of its fields', and every 8th new field of a bucket sweeps
-// the expired ones. The old key is in the bucket's slot, so a decision
-// reads the state an older version left there, once, and deletes it.
+// the expired ones.
 
 // Bucket is the Redis key of the hash that holds key's state under alg, in
 // the field named key (for SlidingWindowLog, whose state is a sorted set,

@@ -305,21 +305,3 @@ func TestGCRAHighRates(t *testing.T) {
 		}
 	})
 }
-
-// TestGCRAReadsOlderState: state written by a version that kept absolute
-// theoretical arrival times (no ts field) is read as the backlog it meant.
-func TestGCRAReadsOlderState(t *testing.T) {
-	r := testenv.StartRedis(t)
-	clock := fakeclock.New(t0)
-	s := redisstore.New(r.Client(), limiter.WithPrefix("old:"), limiter.WithClock(clock.Now))
-	tat := t0.Add(300 * ms).UnixMicro()
-	ctx := context.Background()
-	if err := r.Client().HSet(ctx, s.Key(limiter.GCRA, "k"), "q", tat, "a", tat).Err(); err != nil {
-		t.Fatal(err)
-	}
-	rule := limiter.Rule{Algorithm: limiter.GCRA, Limit: 10, Period: time.Second, Burst: 5}
-	got, err := s.Decide(ctx, limiter.Request{Key: "k", Rule: rule})
-	if want := d(ok, 10, 1, 400*ms, 0); err != nil || got != want {
-		t.Fatalf("after an old state 300 ms ahead: %+v %v, want %+v", got, err, want)
-	}
-}

@@ -21,9 +21,7 @@
 // expiry (struct.pack, 28 bytes, 44 for the sliding window counter), about
 // 65 bytes of Redis memory per live key where a key of its own cost 165.
 // Each field expires (is swept) after its time to refill plus one second,
-// and the bucket's TTL covers its latest field. State that older versions
-// kept at Key (a string, or a hash before that) is read once and deleted;
-// that key is in the bucket's slot. The sliding log keeps its sorted sets at
+// and the bucket's TTL covers its latest field. The sliding log keeps its sorted sets at
 // "<prefix><alg>:{<hash of key>}:<key>" with a TTL equal to its time to
 // refill plus one second. The hash tags, made by the store and never by the
 // client, keep one decision on one cluster slot, and the algorithm code keeps

@@ -23,7 +23,7 @@ type job struct {
 	ctx   context.Context
 	alg   int
 	key   keyArg // KEYS[1]: the bucket (the sliding log: Key)
-	key2  keyArg // KEYS[2]: Key, the state of older versions (the sliding log: Key + ":a")
+	key2  keyArg // the sliding log's KEYS[2]: Key + ":a" (the others have one key)
 	field string // ARGV[8]: the client key, the bucket's field
 	now   string // ARGV[1]: "" (Redis TIME) or µs of the store's clock
 	limit int64
@@ -57,9 +57,9 @@ func (r *Store) newJob(ctx context.Context, req *limiter.Request) *job {
 	j := jobPool.Get().(*job)
 	alg := req.Rule.Algorithm
 	j.ctx, j.alg, j.now = ctx, int(alg), ""
-	j.key2 = r.appendKey(j.key2[:0], alg, req.Key)
 	if alg == limiter.SlidingWindowLog { // the units admitted, in the same slot
-		j.key, j.key2 = append(j.key[:0], j.key2...), append(j.key2, ":a"...)
+		j.key = r.appendKey(j.key[:0], alg, req.Key)
+		j.key2 = append(append(j.key2[:0], j.key...), ":a"...)
 	} else {
 		j.key = r.appendBucket(j.key[:0], alg, req.Key)
 	}
@@ -101,8 +101,13 @@ func (j *job) release() {
 	jobPool.Put(j)
 }
 
-// appendKeys appends j's 2 keys to a.
-func (j *job) appendKeys(a []any) []any { return append(a, &j.key, &j.key2) }
+// appendKeys appends j's keys (numKeys of its algorithm) to a.
+func (j *job) appendKeys(a []any) []any {
+	if numKeys[j.alg] == 1 {
+		return append(a, &j.key)
+	}
+	return append(a, &j.key, &j.key2)
+}
 
 // appendArgs appends j's 8 script arguments to a.
 func (j *job) appendArgs(a []any) []any {
@@ -110,7 +115,12 @@ func (j *job) appendArgs(a []any) []any {
 }
 
 // keyStrings are j's keys as strings, for go-redis Script and EvalSha.
-func (j *job) keyStrings() []string { return []string{string(j.key), string(j.key2)} }
+func (j *job) keyStrings() []string {
+	if numKeys[j.alg] == 1 {
+		return []string{string(j.key)}
+	}
+	return []string{string(j.key), string(j.key2)}
+}
 
 // finish hands j's outcome to its caller, or returns j to the pool when
 // the caller stopped waiting. The flusher must not touch j afterwards.

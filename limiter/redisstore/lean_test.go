@@ -2,8 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,77 +13,41 @@ import (
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// packed is struct.pack('<d…', f...): the string state of the previous version.
-func packed(f ...float64) string {
-	b := make([]byte, 0, 8*len(f))
-	for _, x := range f {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
-	}
-	return string(b)
-}
-
-// TestReadsOlderState: the state older versions kept at Key (a hash, then
-// a string of packed doubles) is read as the state it holds, moved into
-// the key's field of its bucket (doubles and expiry) and deleted, and the
-// next decision carries on from the field. Rule: 10/s, burst 5, at t0.
-func TestReadsOlderState(t *testing.T) {
+// TestNewBucketReadsOnlyItsField: a decision on a key Redis does not hold
+// reads its bucket's field and nothing else (no key of an older layout: no
+// GET, HMGET or DEL per new bucket), batched and unbatched.
+func TestNewBucketReadsOnlyItsField(t *testing.T) {
 	r := testenv.StartRedis(t)
 	c := r.Client()
-	us := func(d time.Duration) float64 { return float64(t0.Add(d).UnixMicro()) }
-	for _, tc := range []struct {
-		name        string
-		alg         limiter.Algorithm
-		hash        []any  // the hash of two versions ago
-		str         string // or the string of the previous version
-		first, next limiter.Decision
-		size        int
-	}{
-		// 2 tokens 100 ms ago: 3 now.
-		{"tb hash", limiter.TokenBucket, []any{"q", 2, "a", 2, "ts", us(-100 * ms)}, "", d(ok, 10, 2, 300*ms, 0), d(ok, 10, 1, 400*ms, 0), 28},
-		{"tb string", limiter.TokenBucket, nil, packed(2, 2, us(-100*ms)), d(ok, 10, 2, 300*ms, 0), d(ok, 10, 1, 400*ms, 0), 28},
-		// a backlog of 300 ms at t0.
-		{"gcra hash", limiter.GCRA, []any{"q", 300_000, "a", 300_000, "ts", us(0)}, "", d(ok, 10, 1, 400*ms, 0), d(ok, 10, 0, 500*ms, 0), 28},
-		{"gcra string", limiter.GCRA, nil, packed(300_000, 300_000, us(0)), d(ok, 10, 1, 400*ms, 0), d(ok, 10, 0, 500*ms, 0), 28},
-		// level 2 100 ms ago: 1 now.
-		{"lb hash", limiter.LeakyBucket, []any{"q", 2, "a", 2, "ts", us(-100 * ms)}, "", d(ok, 10, 3, 200*ms, 0), d(ok, 10, 2, 300*ms, 0), 28},
-		{"lb string", limiter.LeakyBucket, nil, packed(2, 2, us(-100*ms)), d(ok, 10, 3, 200*ms, 0), d(ok, 10, 2, 300*ms, 0), 28},
-		// 3 in the window that starts at t0.
-		{"fw hash", limiter.FixedWindow, []any{"q", 3, "c", 3, "ts", us(0)}, "", d(ok, 10, 6, time.Second, 0), d(ok, 10, 5, time.Second, 0), 28},
-		{"fw string", limiter.FixedWindow, nil, packed(3, 3, us(0)), d(ok, 10, 6, time.Second, 0), d(ok, 10, 5, time.Second, 0), 28},
-		{"sc hash", limiter.SlidingWindowCounter, []any{"q", 3, "a", 0, "c", 3, "d", 0, "ts", us(0)},
-			"", d(ok, 10, 6, 2*time.Second, 0), d(ok, 10, 5, 2*time.Second, 0), 44},
-		{"sc string", limiter.SlidingWindowCounter, nil, packed(3, 0, 3, 0, us(0)),
-			d(ok, 10, 6, 2*time.Second, 0), d(ok, 10, 5, 2*time.Second, 0), 44},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			clock := fakeclock.New(t0)
-			s := redisstore.New(c, limiter.WithPrefix(tc.name+":"), limiter.WithClock(clock.Now))
-			key, bucket, ctx := s.Key(tc.alg, "k"), s.Bucket(tc.alg, "k"), context.Background()
-			var err error
-			if tc.hash != nil {
-				err = c.HSet(ctx, key, tc.hash...).Err()
-			} else {
-				err = c.Set(ctx, key, tc.str, time.Hour).Err()
+	ctx := context.Background()
+	for _, batch := range []int{0, 1} {
+		s, err := redisstore.NewWithSettings(c, redisstore.Settings{MaxBatch: batch}, limiter.WithPrefix("nb:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, alg := range limiter.Algorithms() {
+			if alg == limiter.SlidingWindowLog { // its state is its own keys
+				continue
 			}
-			if err != nil {
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			rule := limiter.Rule{Algorithm: tc.alg, Limit: 10, Period: time.Second, Burst: 5}
-			got, err := s.Decide(ctx, limiter.Request{Key: "k", Rule: rule})
-			if err != nil || got != tc.first {
-				t.Fatalf("from the older state: %+v %v, want %+v", got, err, tc.first)
+			rule := limiter.Rule{Algorithm: alg, Limit: 10, Period: time.Second}
+			for i := range 16 {
+				k := strconv.Itoa(batch) + "k" + strconv.Itoa(i)
+				if _, err := s.Decide(ctx, limiter.Request{Key: k, Rule: rule}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if n := c.Exists(ctx, key).Val(); n != 0 {
-				t.Errorf("the older state at %s is still there", key)
+			if n := testenv.CommandCalls(t, c, "hget"); n != 16 {
+				t.Fatalf("%v (MaxBatch %d): %d HGET for 16 new keys, want 16", alg, batch, n)
 			}
-			if v, err := c.HGet(ctx, bucket, "k").Result(); err != nil || len(v) != tc.size {
-				t.Fatalf("field of %d bytes (%v), want %d", len(v), err, tc.size)
+			for _, cmd := range []string{"get", "hmget", "del"} {
+				if n := testenv.CommandCalls(t, c, cmd); n != 0 {
+					t.Errorf("%v (MaxBatch %d): %d %s for 16 new keys, want none", alg, batch, n, strings.ToUpper(cmd))
+				}
 			}
-			got, err = s.Decide(ctx, limiter.Request{Key: "k", Rule: rule})
-			if err != nil || got != tc.next {
-				t.Fatalf("from the field: %+v %v, want %+v", got, err, tc.next)
-			}
-		})
+		}
 	}
 }
 

@@ -13,20 +13,18 @@ import (
 // when the key exists (the script then reads it).
 func (r *Store) peekAbsent(ctx context.Context, req limiter.Request) (d limiter.Decision, ok bool, err error) {
 	alg := req.Rule.Algorithm
-	n := int64(0)
-	if alg != limiter.SlidingWindowLog {
-		var in bool
-		if in, err = r.c.HExists(ctx, r.Bucket(alg, req.Key), req.Key).Result(); in {
-			n = 1
-		}
-	}
-	if n == 0 && err == nil { // the sliding log, or state an older version left
+	var in bool
+	if alg == limiter.SlidingWindowLog { // its state is its own keys
+		var n int64
 		n, err = r.c.Exists(ctx, r.Key(alg, req.Key)).Result()
+		in = n > 0
+	} else {
+		in, err = r.c.HExists(ctx, r.Bucket(alg, req.Key), req.Key).Result()
 	}
 	if err != nil {
 		return d, false, fmt.Errorf("redisstore: peek: %w", err)
 	}
-	if n > 0 {
+	if in {
 		return d, false, nil
 	}
 	d, err = limiter.NewMemory().Decide(ctx, req) // a fresh bucket, by the same semantics

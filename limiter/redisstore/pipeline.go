@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -15,11 +17,14 @@ import (
 // the algorithm's script, with ARGV[n] read as ARGV[b + n] and KEYS[n] as
 // KEYS[kb + n], becomes a function called once per decision (under pcall,
 // so one bad key fails only its own decision, as an error reply in its
-// place); Redis TIME is read once for the whole batch. Used on a single
-// Redis, where a script may touch keys of any slot; on a cluster every
-// decision is its own EVALSHA, pipelined per node.
+// place). Its prelude is batchPrelude, not part/prelude.lua: Redis TIME is
+// read once for the whole batch, and the rule's numbers are parsed again
+// only when their arguments differ from the previous decision's (the same
+// strings: the same numbers, so the answers are those of the one-decision
+// script). Used on a single Redis, where a script may touch keys of any
+// slot; on a cluster every decision is its own EVALSHA, pipelined per node.
 //
-//	KEYS = the 2 keys of decision 1, of decision 2, …
+//	KEYS = the keys of decision 1 (1, the sliding log 2), of decision 2, …
 //	ARGV = the 8 arguments of decision 1, of decision 2, …
 //
 // It replies {replies, errors…}: replies packs the 4 numbers of every
@@ -27,19 +32,38 @@ import (
 // 2^53), 32 bytes each, so that reading a batch allocates one string, not
 // an array per decision; a decision that failed has reason -1 there, and
 // its error follows, in order.
-const batchHead = `local tnow
+const batchHead = `local math, struct, redis, tonumber, pcall = math, struct, redis, tonumber, pcall
+local tnow
 local function btime()
   if tnow == nil then tnow = redis.call('TIME') end
   return tnow
 end
+local maxus, eps = 9e15, 1e-9
+local limit, period, burst, cost, m, p2, p3, p4, p5, p6
 local decide = function(b, kb)
+`
+
+// batchPrelude is part/prelude.lua for a decision of a batch (batchHead):
+// the same values, from the decision's arguments.
+const batchPrelude = `local now
+if ARGV[1] ~= '' then now = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local a2, a3, a4, a5, a6 = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if a2 ~= p2 or a3 ~= p3 or a4 ~= p4 or a5 ~= p5 or a6 ~= p6 then
+  p2, p3, p4, p5, p6 = a2, a3, a4, a5, a6
+  limit, period, burst, cost, m = tonumber(a2), tonumber(a3), tonumber(a4), tonumber(a5), tonumber(a6)
+end
+local refund = ARGV[7] == '1'
 `
 
 const batchTail = `
 end
 local out, res = {}, {''}
 for i = 1, #ARGV / 8 do
-  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * 2)
+  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * NKEYS)
   if ok then out[i] = struct.pack('<dddd', r[1], r[2], r[3], r[4])
   else
     out[i] = struct.pack('<dddd', -1, 0, 0, 0)
@@ -57,19 +81,21 @@ var (
 	timeRE = regexp.MustCompile(`redis\.call\('TIME'\)`)
 )
 
-// batchSource is the batch script of an algorithm's script src.
-func batchSource(src string) string {
+// batchSource is the batch script of an algorithm's script src (its
+// parts joined), with nkeys keys per decision.
+func batchSource(src string, nkeys int) string {
+	src = batchPrelude + strings.TrimPrefix(src, prelude)
 	body := argRE.ReplaceAllString(src, "ARGV[b + $1]")
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
-	return batchHead + body + batchTail
+	return batchHead + body + strings.Replace(batchTail, "NKEYS", strconv.Itoa(nkeys), 1)
 }
 
 // batchSources and batchScripts are indexed by Algorithm, made once, and
 // batchArgs hold their hashes and sources as command arguments.
 var batchSources, batchScripts = func() (src [limiter.NumAlgorithms]string, s [limiter.NumAlgorithms]*redis.Script) {
 	for _, a := range limiter.Algorithms() {
-		src[a] = batchSource(sources[a])
+		src[a] = batchSource(sources[a], numKeys[a])
 		s[a] = redis.NewScript(src[a])
 	}
 	return src, s

@@ -69,7 +69,7 @@ func CheckPrefix(p string) error {
 // Key is "<prefix><alg>:{<tag>}:<key>", where tag is a 64-bit FNV-1a hash
 // of key in hex: the Redis key of SlidingWindowLog's state (a sorted set;
 // the units admitted are in Key + ":a", in the same slot), and the key
-// where older versions kept the state of every algorithm (see Bucket). The
+// whose slot is the bucket's (see Bucket). The
 // store, not the key, chooses the hash tag, so a key holding braces cannot
 // pick its cluster slot.
 func (r *Store) Key(alg limiter.Algorithm, key string) string {

@@ -16,7 +16,7 @@ import (
 // (scripts/bench-redis.sh joins the parts the same way). Each decides for
 // one client key with
 //
-//	KEYS = Bucket, Key (the sliding log: Key, Key + ":a")
+//	KEYS = Bucket (the sliding log: Key, Key + ":a"; numKeys)
 //	ARGV = now_us ("" = read Redis TIME), limit, period_us (-1: the calendar month), capacity, cost,
 //	       multiplier, refund ("1": give cost back, as after a refusal by a later rule),
 //	       the client key (the bucket's field)
@@ -31,23 +31,38 @@ import (
 //go:embed lua/*.lua lua/part/*.lua
 var luaFiles embed.FS
 
+// readLua is the text of lua/<name>.lua.
+func readLua(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic("redisstore: missing script " + name) // caught by every test run
+	}
+	return string(b)
+}
+
+// prelude is part/prelude.lua, the start of every script.
+var prelude = readLua("part/prelude")
+
 // sources are the scripts' text, indexed by Algorithm.
 var sources = func() (s [limiter.NumAlgorithms]string) {
-	read := func(name string) string {
-		b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-		if err != nil {
-			panic("redisstore: missing script " + name) // caught by every test run
-		}
-		return string(b)
-	}
-	prelude, store := read("part/prelude"), read("part/store")
+	store := readLua("part/store")
 	for _, a := range limiter.Algorithms() {
-		s[a] = prelude + read(a.String())
+		s[a] = prelude + readLua(a.String())
 		if a != limiter.SlidingWindowLog { // its state is two sorted sets, not a field
 			s[a] += store
 		}
 	}
 	return s
+}()
+
+// numKeys is the number of KEYS of each algorithm's script: the bucket, or
+// the sliding log's two sorted sets.
+var numKeys = func() (n [limiter.NumAlgorithms]int) {
+	for _, a := range limiter.Algorithms() {
+		n[a] = 1
+	}
+	n[limiter.SlidingWindowLog] = 2
+	return n
 }()
 
 // scripts are indexed by Algorithm, made once.

@@ -1,5 +1,5 @@
 -- throttled: fixed_window decision for the client key ARGV[8].
--- KEYS: the bucket (a hash, field ARGV[8]), the key where older versions kept the state.
+-- KEYS: the bucket (a hash, field ARGV[8]).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us (-1: the UTC calendar month), capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
@@ -29,21 +29,10 @@ else
   we = ws + period
 end
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, c, ts, exp).
--- The state an older version left at KEYS[2] (one string, struct.pack('<ddd', …),
--- or a hash) is read once and deleted.
 local v, q, c, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then q, c, ts, old = struct.unpack('<dddI4', v)
-else
-  v = redis.pcall('GET', KEYS[2])
-  if type(v) == 'string' and #v == 24 then q, c, ts = struct.unpack('<ddd', v)
-  elseif type(v) == 'table' then
-    v = redis.call('HMGET', KEYS[2], 'q', 'c', 'ts')
-    q, c, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-  end
-  if v then redis.call('DEL', KEYS[2]) end
-end
-if q == nil or ts ~= ws then q, c = 0, 0 elseif c == nil then c = q end
+if v then q, c, ts, old = struct.unpack('<dddI4', v) end
+if not v or ts ~= ws then q, c = 0, 0 end
 local al = math.max(math.floor(limit * m + eps), cost)
 local left = we - now
 local reason = 0

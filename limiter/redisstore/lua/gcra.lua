@@ -1,5 +1,5 @@
 -- throttled: gcra decision for the client key ARGV[8].
--- KEYS: the bucket (a hash, field ARGV[8]), the key where older versions kept the state.
+-- KEYS: the bucket (a hash, field ARGV[8]).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
@@ -13,22 +13,10 @@ local tola = ta * math.max(burst * m, cost)
 -- q, a: theoretical arrival times relative to ts, the last update (see gcra in
 -- algorithms.go: absolute µs in a double are too coarse at high rates).
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', bq, ba, ts, exp).
--- The state an older version left at KEYS[2] (one string, struct.pack('<ddd', …),
--- or a hash) is read once and deleted.
 local v, bq, ba, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
 if v then bq, ba, ts, old = struct.unpack('<dddI4', v)
-else
-  v = redis.pcall('GET', KEYS[2])
-  if type(v) == 'string' and #v == 24 then bq, ba, ts = struct.unpack('<ddd', v)
-  elseif type(v) == 'table' then
-    v = redis.call('HMGET', KEYS[2], 'q', 'a', 'ts')
-    bq, ba, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-  end
-  if v then redis.call('DEL', KEYS[2]) end
-end
-if bq == nil or ba == nil then bq, ba, ts = 0, 0, now
-elseif ts == nil then bq, ba, ts = math.max(0, bq - now), math.max(0, ba - now), now end -- absolute, as older versions wrote
+else bq, ba, ts = 0, 0, now end
 local el = math.max(0, now - ts)
 bq, ba = math.max(0, bq - el), math.max(0, ba - el)
 if m >= 1 then ba = bq end

@@ -1,5 +1,5 @@
 -- throttled: sliding_window_counter decision for the client key ARGV[8].
--- KEYS: the bucket (a hash, field ARGV[8]), the key where older versions kept the state.
+-- KEYS: the bucket (a hash, field ARGV[8]).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
@@ -8,23 +8,11 @@
 -- and the reply are the same in every script; a test checks it.
 local ws = math.floor(now / period) * period
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddddI4', q, a, c, d, ts, exp).
--- The state an older version left at KEYS[2] (one string, struct.pack('<ddddd', …),
--- or a hash) is read once and deleted.
 local v, q, a, c, d, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then q, a, c, d, ts, old = struct.unpack('<dddddI4', v)
-else
-  v = redis.pcall('GET', KEYS[2])
-  if type(v) == 'string' and #v == 40 then q, a, c, d, ts = struct.unpack('<ddddd', v)
-  elseif type(v) == 'table' then
-    v = redis.call('HMGET', KEYS[2], 'q', 'a', 'c', 'd', 'ts')
-    q, a, c, d, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]), tonumber(v[4]), tonumber(v[5])
-  end
-  if v then redis.call('DEL', KEYS[2]) end
-end
-if c == nil or d == nil then c, d = q, a end -- state of a version that counted admitted units only
-if q == nil or a == nil or ts == nil then q, a, c, d, ts = 0, 0, 0, 0, ws
-elseif ts == ws then
+if not v then q, a, c, d, ts = 0, 0, 0, 0, ws
+else q, a, c, d, ts, old = struct.unpack('<dddddI4', v) end
+if ts == ws then
 elseif ts + period == ws then q, a, c, d, ts = 0, q, 0, c, ws
 else q, a, c, d, ts = 0, 0, 0, 0, ws end
 local w = (period - (now - ws)) / period

@@ -1,5 +1,5 @@
 -- throttled: token_bucket decision for the client key ARGV[8].
--- KEYS: the bucket (a hash, field ARGV[8]), the key where older versions kept the state.
+-- KEYS: the bucket (a hash, field ARGV[8]).
 -- ARGV: now_us ("" = Redis TIME), limit, period_us, capacity, cost,
 --       multiplier, refund ("1" = give cost back), client key.
 -- Reply: {reason (0 allowed, 1 over_quota, 2 shed), remaining, reset_us, retry_us}.
@@ -10,21 +10,10 @@ local rate = limit / period
 local arate = rate * m
 local capa = math.max(burst * m, cost)
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, a, ts, exp).
--- The state an older version left at KEYS[2] (one string, struct.pack('<ddd', …),
--- or a hash) is read once and deleted.
 local v, q, a, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
 if v then q, a, ts, old = struct.unpack('<dddI4', v)
-else
-  v = redis.pcall('GET', KEYS[2])
-  if type(v) == 'string' and #v == 24 then q, a, ts = struct.unpack('<ddd', v)
-  elseif type(v) == 'table' then
-    v = redis.call('HMGET', KEYS[2], 'q', 'a', 'ts')
-    q, a, ts = tonumber(v[1]), tonumber(v[2]), tonumber(v[3])
-  end
-  if v then redis.call('DEL', KEYS[2]) end
-end
-if q == nil or a == nil or ts == nil then q, a, ts = burst, capa, now end
+else q, a, ts = burst, capa, now end
 local el = math.max(0, now - ts)
 q = math.min(burst, q + el * rate)
 a = math.min(capa, a + el * arate)
