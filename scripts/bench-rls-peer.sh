@@ -94,7 +94,7 @@ for svc in thr ref; do
 done
 
 echo "# $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD), reference $version, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-out="$dir/runs.jsonl"
+out="$dir/runs.jsonl"; : >"$out"
 for c in $callers; do
   for r in $(seq "$runs"); do
     order="thr ref"; [ $((r % 2)) -eq 0 ] && order="ref thr"
@@ -107,22 +107,24 @@ for c in $callers; do
   done
 done
 
-median() { jq -s "map($1) | sort | .[length/2|floor]"; }
-printf '\n| callers | figure | throttled | envoyproxy/ratelimit |\n|---|---|---|---|\n'
-for c in $callers; do
-  fig() { # name, jq expression, printf format
-    local t e
-    t=$(jq -c "select(.svc==\"thr\" and .concurrency==$c)" "$out" | median "$2")
-    e=$(jq -c "select(.svc==\"ref\" and .concurrency==$c)" "$out" | median "$2")
-    printf "| %s | %s | $3 | $3 |\n" "$c" "$1" "$t" "$e"
-  }
-  fig "decisions/s" .decisions_per_sec "%'.0f"
-  fig "p50 µs" .p50_us "%'.0f"
-  fig "p99 µs" .p99_us "%'.0f"
-  fig "service CPU s per 10k decisions" .service_cpu_s_per_10k "%.2f"
-  fig "Redis CPU µs per decision" .redis_cpu_us_per_decision "%.1f"
-  fig "errors (median)" .errors "%.0f"
-done
+if [ -s "$out" ]; then # RUNS=0: the exactness run alone
+  median() { jq -s "map($1) | sort | .[length/2|floor]"; }
+  printf '\n| callers | figure | throttled | envoyproxy/ratelimit |\n|---|---|---|---|\n'
+  for c in $callers; do
+    fig() { # name, jq expression, printf format
+      local t e
+      t=$(jq -c "select(.svc==\"thr\" and .concurrency==$c)" "$out" | median "$2")
+      e=$(jq -c "select(.svc==\"ref\" and .concurrency==$c)" "$out" | median "$2")
+      printf "| %s | %s | $3 | $3 |\n" "$c" "$1" "$t" "$e"
+    }
+    fig "decisions/s" .decisions_per_sec "%'.0f"
+    fig "p50 µs" .p50_us "%'.0f"
+    fig "p99 µs" .p99_us "%'.0f"
+    fig "service CPU s per 10k decisions" .service_cpu_s_per_10k "%.2f"
+    fig "Redis CPU µs per decision" .redis_cpu_us_per_decision "%.1f"
+    fig "errors (median)" .errors "%.0f"
+  done
+fi
 
 printf '\nexactness: 300 calls (3× the limit of 100/s) at one fresh key across both instances within %s straddling a second boundary: OK answers\n' "$span"
 printf '| service | OK per run | limit + refill over the span |\n|---|---|---|\n'
@@ -130,7 +132,7 @@ for svc in thr ref; do
   declare -n a=$svc
   oks=()
   for _ in $(seq "$exact"); do
-    oks+=("$(bench --addr "$(join "${a[@]}")" --exactness 300 --span "$span" --json | jq -r '"\(.ok) (\(.span_ms|floor) ms)"')")
+    oks+=("$(bench --addr "$(join "${a[@]}")" --exactness 300 --span "$span" --json | jq -r '"\(.ok) (\(.span_ms|floor) ms\(if .fallback_ok > 0 then ", \(.fallback_ok) of them fallback" else "" end))"')")
   done
   name=throttled; [ "$svc" = ref ] && name=envoyproxy/ratelimit
   printf '| %s | %s | 100 + 100/s × span |\n' "$name" "$(join "${oks[@]}")"

@@ -51,6 +51,7 @@ type RLSResult struct {
 	OverLimit           int64   `json:"over_limit"`
 	ServiceCPUPer10k    float64 `json:"service_cpu_s_per_10k"`     // s of --pids CPU per 10k answers (0 without --pids)
 	RedisCPUPerDecision float64 `json:"redis_cpu_us_per_decision"` // µs of Redis CPU per answer (0 without --redis-url)
+	FallbackOK          int64   `json:"fallback_ok"`               // ok answers throttled marked fallback (decided without the store)
 	FirstError          string  `json:"first_error,omitempty"`
 }
 
@@ -134,7 +135,7 @@ func RLS(spec RLSSpec) (RLSResult, error) {
 	red1 := RedisCPUSeconds(spec.Redis)
 	q := quantiles(l.lat)
 	res := RLSResult{Concurrency: spec.Concurrency, Keys: spec.Keys, DurationSeconds: el.Seconds(),
-		Errors: l.errs.Load(), OK: l.ok.Load(), OverLimit: l.over.Load(), P50Micros: q(0.5), P99Micros: q(0.99)}
+		Errors: l.errs.Load(), OK: l.ok.Load(), OverLimit: l.over.Load(), FallbackOK: l.fallbackOK.Load(), P50Micros: q(0.5), P99Micros: q(0.99)}
 	res.FirstError = l.first
 	res.Decisions = res.OK + res.OverLimit + res.Errors
 	if answers := float64(res.OK + res.OverLimit); answers > 0 {
@@ -152,6 +153,7 @@ func RLS(spec RLSSpec) (RLSResult, error) {
 // rlsLoad is what the callers of one loadRLS counted.
 type rlsLoad struct {
 	ok, over, errs atomic.Int64
+	fallbackOK     atomic.Int64 // OK answers marked fallback (throttled's dynamic metadata)
 	mu             sync.Mutex
 	first          string // the first error
 	lat            [][]time.Duration
@@ -191,6 +193,9 @@ func (l *rlsLoad) count(r *rlsv3.RateLimitResponse, err error) {
 		l.fail(err)
 	case r.GetOverallCode() == rlsv3.RateLimitResponse_OK:
 		l.ok.Add(1)
+		if r.GetDynamicMetadata().GetFields()["fallback"].GetBoolValue() {
+			l.fallbackOK.Add(1)
+		}
 	case r.GetOverallCode() == rlsv3.RateLimitResponse_OVER_LIMIT:
 		l.over.Add(1)
 	default:

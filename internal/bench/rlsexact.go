@@ -15,8 +15,9 @@ import (
 // N calls on one fresh key, at random times in a span straddling a second
 // boundary, spread over the addresses in turn, and how many were let
 // through. A limit L per second with a burst of L admits at most
-// L + L×span_s (limit + refill); a fixed window of a second admits up to
-// 2L, L on each side of the boundary.
+// L + L×span_s (limit + refill), besides answers an instance decided
+// alone (FallbackOK); a fixed window of a second admits up to 2L, L on
+// each side of the boundary.
 type ExactResult struct {
 	Key       string  `json:"key"`
 	Fired     int     `json:"fired"`
@@ -24,6 +25,10 @@ type ExactResult struct {
 	OK        int64   `json:"ok"`
 	OverLimit int64   `json:"over_limit"`
 	Errors    int64   `json:"errors"`
+	// FallbackOK are the ok answers throttled marked fallback: decided by
+	// an instance alone while the store was slow or down, outside the
+	// shared bucket's bound.
+	FallbackOK int64 `json:"fallback_ok"`
 }
 
 // RLSExact fires n calls at one fresh key (the descriptor's "{id}" is
@@ -70,7 +75,8 @@ func RLSExact(spec RLSSpec, n int, span time.Duration) (ExactResult, error) {
 	}
 	wg.Wait()
 	return ExactResult{Key: key, Fired: n, SpanMs: float64(last.Sub(from)) / float64(time.Millisecond),
-		OK: l.ok.Load(), OverLimit: l.over.Load(), Errors: l.errs.Load()}, nil
+		OK: l.ok.Load(), OverLimit: l.over.Load(), Errors: l.errs.Load(),
+		FallbackOK: l.fallbackOK.Load()}, nil
 }
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,

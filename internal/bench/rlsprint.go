@@ -32,7 +32,7 @@ func PrintRLS(w io.Writer, res any) error {
 		fmt.Fprintf(tw, "callers\t%d (keys %d, %.1f s)\n", r.Concurrency, r.Keys, r.DurationSeconds)
 		fmt.Fprintf(tw, "decisions/s\t%.0f\n", r.DecisionsPerSec)
 		fmt.Fprintf(tw, "p50 / p99 µs\t%.0f / %.0f\n", r.P50Micros, r.P99Micros)
-		fmt.Fprintf(tw, "ok / over_limit / errors\t%d / %d / %d\n", r.OK, r.OverLimit, r.Errors)
+		fmt.Fprintf(tw, "ok (fallback) / over_limit / errors\t%d (%d) / %d / %d\n", r.OK, r.FallbackOK, r.OverLimit, r.Errors)
 		fmt.Fprintf(tw, "service CPU s per 10k decisions\t%.2f\n", r.ServiceCPUPer10k)
 		fmt.Fprintf(tw, "Redis CPU µs per decision\t%.1f\n", r.RedisCPUPerDecision)
 		if r.FirstError != "" {
@@ -41,7 +41,7 @@ func PrintRLS(w io.Writer, res any) error {
 	case ExactResult:
 		fmt.Fprintf(tw, "key\t%s\n", r.Key)
 		fmt.Fprintf(tw, "fired\t%d within %.0f ms\n", r.Fired, r.SpanMs)
-		fmt.Fprintf(tw, "ok / over_limit / errors\t%d / %d / %d\n", r.OK, r.OverLimit, r.Errors)
+		fmt.Fprintf(tw, "ok (fallback) / over_limit / errors\t%d (%d) / %d / %d\n", r.OK, r.FallbackOK, r.OverLimit, r.Errors)
 	default:
 		return fmt.Errorf("bench: PrintRLS: %T", res)
 	}
