@@ -14,7 +14,12 @@
 #     each: throttled admits at most the limit + refill over the span, a
 #     window of a second up to twice the limit.
 # Env: DUR (10s), WARMUP (1s), RUNS (3), KEYS (10000), CALLERS ("16 64"),
-# SPAN (200ms), EXACT (3), PORT (first of 11 ports, 16500), RATELIMIT_VERSION.
+# SPAN (200ms), EXACT (3), PORT (first of 11 ports, 16500), RATELIMIT_VERSION,
+# FALLBACK_DEADLINE (1s): throttled's fallback.deadline. The reference
+# waits for Redis however long; throttled's default of 50 ms hands a
+# decision to its local fallback instead, which on a loaded 2-core host
+# decides a large share locally (fallback_ok) and the two would no longer
+# be measured on the same work.
 set -euo pipefail
 # The approved Go toolchain, as in the Makefile (which may pass another).
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -22,6 +27,7 @@ export PATH=$PATH:/usr/local/go/bin:$HOME/go/bin
 cd "$(dirname "$0")/.."
 dur=${DUR:-10s}; warmup=${WARMUP:-1s}; runs=${RUNS:-3}; keys=${KEYS:-10000}
 callers=${CALLERS:-16 64}; span=${SPAN:-200ms}; exact=${EXACT:-3}; port=${PORT:-16500}
+deadline=${FALLBACK_DEADLINE:-1s}
 version=${RATELIMIT_VERSION:-v1.4.1-0.20260122083618-3fb702589d36}
 dir=$(mktemp -d)
 pids=()
@@ -47,6 +53,7 @@ redis="redis://127.0.0.1:$port"
 cat >"$dir/throttled.yaml" <<EOF
 redis: { url: "$redis/1" }
 rls: { domain: bench }
+fallback: { deadline: $deadline }
 tiers:
   free: { rate: 100, period: 1s, burst: 100, priority: 1 }
 rules:
@@ -102,7 +109,8 @@ for c in $callers; do
       declare -n a=$svc svc_pids=${svc}_pids
       bench --addr "$(join "${a[@]}")" --concurrency "$c" --keys "$keys" --duration "$dur" --warmup "$warmup" \
         --pids "$(join "${svc_pids[@]}")" --redis-url "$redis/0" --json |
-        jq -c --arg svc "$svc" --arg load "$(cut -d' ' -f1 /proc/loadavg)" '. + {svc: $svc, load: $load}' | tee -a "$out" >&2
+        jq -c --arg svc "$svc" --argjson round "$r" --arg load "$(cut -d' ' -f1 /proc/loadavg)" \
+          '. + {svc: $svc, round: $round, load: $load}' | tee -a "$out" >&2
     done
   done
 done
@@ -123,6 +131,13 @@ if [ -s "$out" ]; then # RUNS=0: the exactness run alone
     fig "service CPU s per 10k decisions" .service_cpu_s_per_10k "%.2f"
     fig "Redis CPU µs per decision" .redis_cpu_us_per_decision "%.1f"
     fig "errors (median)" .errors "%.0f"
+    fig "OK answers by the fallback (median)" .fallback_ok "%.0f"
+    # throttled ÷ reference round by round (each round ran both in turn)
+    printf '| %s | throttled ÷ reference per round: decisions/s, service CPU, Redis CPU | %s |  |\n' "$c" \
+      "$(jq -s -r --argjson c "$c" 'map(select(.concurrency==$c)) | group_by(.round) | map(
+        (map(select(.svc=="thr"))[0]) as $t | (map(select(.svc=="ref"))[0]) as $e |
+        "\($t.decisions_per_sec/$e.decisions_per_sec*100|round/100)/\($t.service_cpu_s_per_10k/$e.service_cpu_s_per_10k*100|round/100)/\($t.redis_cpu_us_per_decision/$e.redis_cpu_us_per_decision*100|round/100)"
+        ) | join(", ")' "$out")"
   done
 fi
 
