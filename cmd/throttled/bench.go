@@ -12,7 +12,7 @@ import (
 	"github.com/throttledhq/throttled/limiter/redisstore"
 )
 
-// benchCmd dispatches `throttled bench decisions|overload|http`; without a
+// benchCmd dispatches `throttled bench decisions|overload|http|rls`; without a
 // subcommand (or with flags first) it is `bench decisions`, the old name.
 func benchCmd(args []string, w io.Writer) error {
 	if len(args) > 0 {
@@ -23,6 +23,8 @@ func benchCmd(args []string, w io.Writer) error {
 			return benchDecisions(args[1:], w)
 		case "http":
 			return benchHTTP(args[1:], w)
+		case "rls":
+			return benchRLS(args[1:], w)
 		}
 	}
 	return benchDecisions(args, w)

@@ -98,6 +98,7 @@ commands:
             overload: a scenario (surge, crowd, slowdown, instances) against a backend of capacity C,
                       per mode (controller, static, off, all), the config.Report as JSON (--json)
             http: a hello-world served with and without the middleware (none, memory, redis, lease)
+            rls: a gRPC load generator for any Envoy rate limit service (--addr, --descriptor, --json)
   script    print the Lua script of an algorithm (for SCRIPT LOAD / redis-benchmark)
   version   print the version (also --version)
   admin     pin TIER MULTIPLIER [--ttl D], unpin TIER, tier set NAME --rate N …: admin API writes
