@@ -67,7 +67,7 @@ func fleetFamilies(fleet map[string]map[string]float64) []*dto.MetricFamily {
 		for name, v := range values {
 			if tier, ok := strings.CutPrefix(name, admittedPrefix); ok {
 				adm.Metric = append(adm.Metric, &dto.Metric{
-					Label:   []*dto.LabelPair{label("instance", id), label("reason", "admitted"), label("tier", tier)},
+					Label:   []*dto.LabelPair{label("decision", "allowed"), label("instance", id), label("tier", tier)},
 					Counter: &dto.Counter{Value: floatPtr(v)},
 				})
 			} else if name == saturationName {
@@ -102,7 +102,7 @@ func publishAdmitted(ctx context.Context, g prometheus.Gatherer, t *coord.Tally,
 }
 
 // localReadings are what this instance publishes: its admitted counter's
-// admitted series (signals.Admits) summed by tier (admittedPrefix + tier), and the largest
+// allowed series summed by tier (admittedPrefix + tier), and the largest
 // series of its saturation gauge (saturationName) if it has one.
 func localReadings(g prometheus.Gatherer) (map[string]float64, error) {
 	mfs, err := g.Gather()
@@ -120,13 +120,16 @@ func localReadings(g prometheus.Gatherer) (map[string]float64, error) {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			tier := ""
+			var tier, decision string
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "tier" {
+				switch l.GetName() {
+				case "tier":
 					tier = l.GetValue()
+				case "decision":
+					decision = l.GetValue()
 				}
 			}
-			if tier != "" && signals.Admits(m) {
+			if tier != "" && signals.IsAdmitted(decision) {
 				counts[admittedPrefix+tier] += m.GetCounter().GetValue()
 			}
 		}

@@ -18,7 +18,7 @@ const (
 	DefaultRequestsCounter  = "http_requests_total"
 	DefaultCodeLabel        = "code"
 	DefaultQuantile         = 0.99
-	DefaultAdmittedCounter  = "throttled_requests_total"
+	DefaultAdmittedCounter  = "throttled_decisions_total"
 )
 
 // InProcessSettings configure an InProcess source. Zero values mean the
@@ -36,12 +36,9 @@ type InProcessSettings struct {
 	CodeLabel string
 	// IsError says whether a status code counts as an error; IsServerError if nil.
 	IsError func(code string) bool
-	// AdmittedCounter names a counter of requests with a "tier" label: of
-	// its series with a "reason" label only those of reason "admitted" or
-	// "fallback" count, of those with a "decision" label only "allowed" or
-	// "delayed" (see Admits). DefaultAdmittedCounter, one count per request
-	// (a decision counter counts one per rule, and one more for the tier
-	// cap's bucket), if empty.
+	// AdmittedCounter names a counter of admitted requests with a "tier"
+	// label; of its series with a "decision" label only those with
+	// decision="allowed" or "delayed" count. DefaultAdmittedCounter if empty.
 	AdmittedCounter string
 	// SaturationGauge names a gauge whose largest series is the saturation
 	// (read as is, not windowed); empty means the signal is Disabled.

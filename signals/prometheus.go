@@ -28,7 +28,7 @@ const (
 	DefaultErrorRatioQuery = `(sum(rate(http_requests_total{code=~"5.."}[1m])) or vector(0)) / sum(rate(http_requests_total[1m]))`
 	// DefaultAdmittedQuery is the rate of requests throttled allowed over
 	// 1m, by tier.
-	DefaultAdmittedQuery = `sum by (tier) (rate(throttled_requests_total{reason=~"admitted|fallback"}[1m]))`
+	DefaultAdmittedQuery = `sum by (tier) (rate(throttled_decisions_total{decision=~"allowed|delayed"}[1m]))`
 	// DefaultTimeout bounds each query.
 	DefaultTimeout = 2 * time.Second
 	// DefaultMaxAge is how far a sample's timestamp may be from now.

@@ -65,11 +65,9 @@ func newProm(t *testing.T, s PrometheusSettings) *Prometheus {
 // the in-process source over the same registry.
 func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	a := newScrapedApp(t)
-	d := prometheus.NewCounterVec(prometheus.CounterOpts{Name: DefaultAdmittedCounter, Help: "requests"},
-		[]string{"tier", "code", "reason"})
-	a.reg.MustRegister(d)
-	d.WithLabelValues("free", "200", "admitted")
-	d.WithLabelValues("premium", "503", "shed")
+	d := decisions(t, a.reg)
+	d.WithLabelValues("free", "per-key", "allowed")
+	d.WithLabelValues("premium", "per-key", "shed")
 	prom := testenv.StartPrometheus(t, a.addr)
 	prom.WaitForSeries(t, `http_requests_total{code="500"}`, 30*time.Second)
 	ip, err := NewInProcess(a.reg, InProcessSettings{}, nil)
@@ -80,8 +78,8 @@ func TestPrometheusSourceDefaultQueries(t *testing.T) {
 	a.drive(func() {
 		a.serve(900, 0.07, "200")
 		a.serve(100, 0.3, "500")
-		d.WithLabelValues("free", "200", "admitted").Add(1000)
-		d.WithLabelValues("premium", "503", "shed").Add(1000)
+		d.WithLabelValues("free", "per-key", "allowed").Add(1000)
+		d.WithLabelValues("premium", "per-key", "shed").Add(1000)
 	})
 	// Wait until a scrape after the drive is in the rate window.
 	prom.WaitForSeries(t, `sum(increase(http_requests_total[1m])) > 0`, 30*time.Second)

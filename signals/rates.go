@@ -23,27 +23,11 @@ const (
 	delayed       = "delayed" // a delay rule held the request, then admitted it
 )
 
-// IsAdmitted reports whether a decision label of a decision counter
-// ("decision" of throttled_decisions_total) is a request the rule let
-// through: allowed, or delayed (held by a delay rule, then admitted).
+// IsAdmitted reports whether a decision label of the admitted counter
+// (DefaultAdmittedCounter's "decision") is a request the rule let through:
+// allowed, or delayed (held by a delay rule, then admitted). Every reader
+// of admitted requests uses it, so that they agree on what counts.
 func IsAdmitted(decision string) bool { return decision == allowed || decision == delayed }
-
-// reasonLabel selects the admitted series of a request counter
-// (DefaultAdmittedCounter): reason "admitted", or "fallback" (admitted
-// without the shared store).
-const reasonLabel = "reason"
-
-// Admits reports whether a series of the admitted counter counts admitted
-// requests: by its "reason" (the request counter: one series per answer),
-// else by its "decision" (IsAdmitted), else whole. Every reader of admitted
-// requests uses it, so that they agree on what counts.
-func Admits(m *dto.Metric) bool {
-	if r := labelValue(m, reasonLabel); r != "" {
-		return r == "admitted" || r == "fallback"
-	}
-	d := labelValue(m, decisionLabel)
-	return d == "" || IsAdmitted(d)
-}
 
 // errNoTier explains an Unsupported Rates: samples came, none named a tier.
 var errNoTier = errors.New(`no sample has a "tier" label`)
@@ -162,7 +146,7 @@ func (ip *InProcess) admitted(mf *dto.MetricFamily, now time.Time) Rates {
 	}
 	cur := make(map[string]admittedSeries, len(mf.GetMetric()))
 	for _, m := range mf.GetMetric() {
-		if Admits(m) {
+		if d := labelValue(m, decisionLabel); d == "" || IsAdmitted(d) {
 			cur[seriesKey(m)] = admittedSeries{v: m.GetCounter().GetValue(), tier: labelValue(m, tierLabel)}
 		}
 	}

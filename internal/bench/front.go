@@ -88,5 +88,5 @@ func stackConfig(spec overload.StackSpec, parts Parts, admin string) (*config.Co
 // surge).
 const stackQueries = `  latency_query: histogram_quantile(0.99, sum by (le) (rate(throttled_admitted_request_duration_seconds_bucket[10s])))
   error_ratio_query: (sum(rate(throttled_upstream_requests_total{code=~"5.."}[10s])) or vector(0)) / sum(rate(throttled_upstream_requests_total[10s]))
-  admitted_query: sum by (tier) (rate(throttled_requests_total{reason=~"admitted|fallback"}[5s]))
+  admitted_query: sum by (tier) (rate(throttled_decisions_total{decision=~"allowed|delayed"}[5s]))
 `
