@@ -21,7 +21,7 @@ import (
 func benchHTTP(args []string, w io.Writer) error {
 	fs := newFlagSet("bench http", "", "a hello-world served with and without the middleware (none, memory, redis, lease) and behind peers (xrate, echo, naive-redis)")
 	fs.SetOutput(w)
-	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), the peers xrate, echo, naive-redis, and wait (a handler that only waits for another goroutine: the most an exact remote decision could read)")
+	modes := fs.String("modes", "none,memory,redis,lease", "comma-separated: none, memory, redis, lease, memory-noheaders (no rate-limit headers), memory-ietf, memory-legacy, memory-none (header sets), the peers xrate, echo, naive-redis, and wait (a handler that only waits for another goroutine: the most an exact remote decision could read)")
 	redisURL := fs.String("redis-url", "redis://127.0.0.1:6379/0", "Redis URL (modes redis, lease and naive-redis)")
 	var s bench.HTTPSettings
 	fs.IntVar(&s.Conns, "conns", 64, "concurrent connections of the closed loop")
