@@ -14,13 +14,12 @@ import (
 	"github.com/throttledhq/throttled/internal/testenv"
 )
 
-// TestLeaseTableMetrics: an instance with a lease rule reports the keys
-// its lease table keeps (throttled_lease_keys: 3 after three keys) and
-// the evictions at its bound (throttled_lease_evictions_total: none).
-func TestLeaseTableMetrics(t *testing.T) {
+// leaseInstance is an Instance on a Redis of its own with leaseConfig's
+// rule in lease mode as lease says, and the registry of its metrics.
+func leaseInstance(t *testing.T, lease string) (*Instance, *prometheus.Registry) {
+	t.Helper()
 	r := testenv.StartRedis(t)
-	cfg, err := config.Parse([]byte(leaseConfig(1000, 1000, "    lease: { size: 20 }\n")),
-		[]string{"THROTTLED_REDIS_URL=" + r.URL()})
+	cfg, err := config.Parse([]byte(leaseConfig(1000, 1000, lease)), []string{"THROTTLED_REDIS_URL=" + r.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +29,14 @@ func TestLeaseTableMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
+	return s, reg
+}
+
+// TestLeaseTableMetrics: an instance with a lease rule reports the keys
+// its lease table keeps (throttled_lease_keys: 3 after three keys) and
+// the evictions at its bound (throttled_lease_evictions_total: none).
+func TestLeaseTableMetrics(t *testing.T) {
+	s, reg := leaseInstance(t, "    lease: { size: 20 }\n")
 	for _, k := range []string{"a", "b", "c"} {
 		if !admit(t, s, k) {
 			t.Fatalf("key %s refused", k)
@@ -52,18 +59,7 @@ throttled_lease_keys 3
 // table: 200 one-off keys on a table of 64 keep 64 and evict the rest,
 // the idle longest first.
 func TestLeaseMaxKeysConfigured(t *testing.T) {
-	r := testenv.StartRedis(t)
-	cfg, err := config.Parse([]byte(leaseConfig(1000, 1000, "    lease: { size: 20, max_keys: 64 }\n")),
-		[]string{"THROTTLED_REDIS_URL=" + r.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	s, err := New(context.Background(), cfg, Options{Registerer: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, reg := leaseInstance(t, "    lease: { size: 20, max_keys: 64 }\n")
 	for i := range 200 {
 		if k := fmt.Sprint("one-off-", i); !admit(t, s, k) {
 			t.Fatalf("key %s refused", k)
