@@ -77,29 +77,18 @@ func reasonOf(resp *http.Response) string {
 // counts what the clients saw in s (tier by key in tiers).
 func driveSeen(t *testing.T, proxy string, clients []client, tiers map[string]string, ticks int, s *seen) {
 	hc := &http.Client{Timeout: 5 * time.Second}
-	var wg sync.WaitGroup
-	for _, cl := range clients {
-		wg.Go(func() {
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for range ticks {
-				for range cl.burst {
-					req, _ := http.NewRequest(http.MethodGet, proxy+"/", nil)
-					req.Header.Set("X-API-Key", cl.key)
-					resp, err := hc.Do(req)
-					if err != nil {
-						t.Errorf("%s: %v", cl.key, err)
-						return
-					}
-					s.add(tiers[cl.key], reasonOf(resp))
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				<-tick.C
-			}
-		})
-	}
-	wg.Wait()
+	burstsEvery(context.Background(), clients, ticks, func(cl client) {
+		req, _ := http.NewRequest(http.MethodGet, proxy+"/", nil)
+		req.Header.Set("X-API-Key", cl.key)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Errorf("%s: %v", cl.key, err)
+			return
+		}
+		s.add(tiers[cl.key], reasonOf(resp))
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	})
 }
 
 // scrapeAfter waits for the first scrape of throttled after at (its

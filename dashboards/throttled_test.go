@@ -252,14 +252,20 @@ func (c *codes) String() string {
 // ends, for at most maxTicks ticks; errs counts transport errors.
 func drive(ctx context.Context, proxy string, clients []client, maxTicks int, got *codes, errs *atomic.Int64) {
 	hc := &http.Client{Timeout: 2 * time.Second}
+	burstsEvery(ctx, clients, maxTicks, func(cl client) { send(ctx, hc, proxy, cl.key, got, errs) })
+}
+
+// burstsEvery calls one for each request of each client's burst, every
+// 100 ms, ticks times or until ctx ends; the clients run at once.
+func burstsEvery(ctx context.Context, clients []client, ticks int, one func(client)) {
 	var wg sync.WaitGroup
 	for _, cl := range clients {
 		wg.Go(func() {
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
-			for range maxTicks {
+			for range ticks {
 				for range cl.burst {
-					send(ctx, hc, proxy, cl.key, got, errs)
+					one(cl)
 				}
 				select {
 				case <-ctx.Done():

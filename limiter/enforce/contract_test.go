@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestShedByALaterRuleKeepsQuotaSpent(t *testing.T) {
 				t.Fatalf("refused by %+v, want narrow", refusal(t, rec))
 			}
 		}
-		if want := []int{200, 503, 200, 429}; !equalInts(got, want) {
+		if want := []int{200, 503, 200, 429}; !slices.Equal(got, want) {
 			t.Fatalf("answers %v, want %v", got, want)
 		}
 		// wide: 3 taken (the admitted two and the shed one), the 429 given back.
@@ -49,18 +50,6 @@ func TestShedByALaterRuleKeepsQuotaSpent(t *testing.T) {
 			t.Fatalf("buckets %+v, %v; want wide 97 left (the shed spent), narrow 0", b, err)
 		}
 	})
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestQuotaFirstAcrossRules: a request that an earlier rule would shed
