@@ -16,6 +16,17 @@ type Store interface {
 	Decide(ctx context.Context, req Request) (Decision, error)
 }
 
+// KeyCopier is a Store that keeps no string of a Request once Decide has
+// returned: what it keeps of a key it copies. Its callers may make keys in
+// memory they write again after Decide returns (limiter/enforce makes them
+// in pooled memory); a store that keeps a key as given (a batch that
+// outlives a timed-out Decide, a lease table) must not implement it, nor
+// may a wrapper unless what it wraps does.
+type KeyCopier interface {
+	Store
+	CopiesKeys() bool
+}
+
 // Sentinel errors. Errors returned by stores wrap these where they apply.
 var (
 	// ErrInvalid reports a request or rule that cannot be decided.

@@ -250,5 +250,9 @@ func micros(us float64) time.Duration {
 	return time.Duration(math.Ceil(math.Min(us, maxMicros))) * time.Microsecond
 }
 
+// CopiesKeys reports true: Memory keeps its own copy of every key it
+// tracks (limiter.KeyCopier).
+func (m *Memory) CopiesKeys() bool { return true }
+
 // Ready reports that the in-memory store can decide: always nil.
 func (m *Memory) Ready(context.Context) error { return nil }

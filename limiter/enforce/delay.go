@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func (q *delayQueue) join(key string) (*delayLine, bool) {
 	l := q.lines[key]
 	if l == nil {
 		l = &delayLine{turn: make(chan struct{}, 1)}
-		q.lines[key] = l
+		q.lines[strings.Clone(key)] = l // the line may outlive the request whose (pooled) key made it
 	}
 	l.n++
 	return l, true

@@ -99,6 +99,9 @@ type Enforcer struct {
 	policy atomic.Pointer[compiled]
 	set    Settings
 	delays *delayQueue
+	// pooled: the store copies the keys it keeps (limiter.KeyCopier), so
+	// Check makes them in pooled memory it takes back when done.
+	pooled bool
 }
 
 // New validates p and returns an Enforcer deciding through store.
@@ -126,6 +129,9 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 		return nil, fmt.Errorf("enforce: Settings.DryRun: unknown mode %d (want off, load or all)", s.DryRun)
 	}
 	e := &Enforcer{store: store, set: s, delays: newDelayQueue(s.MaxWaiting)}
+	if c, ok := store.(limiter.KeyCopier); ok && c.CopiesKeys() {
+		e.pooled = true
+	}
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
 	}
@@ -176,7 +182,9 @@ type Result struct {
 // Check decides for r against every matching rule, in order. A refusal for
 // quota by one rule gives back what earlier rules took. The bucket keys are
 // made in one allocation, with room for the Result's headers (see
-// WriteHeaders).
+// WriteHeaders); on a store that copies the keys it keeps
+// (limiter.KeyCopier) they are made in pooled memory instead, and a
+// request whose rules write no headers allocates nothing.
 func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	var ps pass
 	e.check(ctx, r, &ps)
@@ -201,7 +209,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
-			ps.res.sc = newScratch()
+			ps.res.sc = e.scratch()
 		}
 		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
@@ -215,6 +223,19 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 		ps.res.Tier, ps.res.Priority = p.unmatched.Name, p.unmatched.Priority
 	}
 	ps.finish(ctx, tier)
+	if e.pooled && ps.res.sc != nil { // its keys were the store's to copy; WriteHeaders makes its own
+		ps.res.sc.reuse()
+		ps.res.sc = nil
+	}
+}
+
+// scratch is a request's scratch: pooled when the store copies the keys
+// made in it.
+func (e *Enforcer) scratch() *scratch {
+	if e.pooled {
+		return scratches.Get().(*scratch)
+	}
+	return newScratch()
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -45,7 +46,7 @@ var headerKeys = [6]string{keyLimit, keyRemaining, keyReset, keyPolicy, keyRateL
 // request's bucket keys, so that a check and its headers cost one
 // allocation. A second call on res (or a copy) makes its own.
 func (res *Result) WriteHeaders(h http.Header) {
-	if !res.Limited {
+	if !res.Limited || res.Hidden && res.Allowed { // nothing to write
 		return
 	}
 	s := res.sc
@@ -143,6 +144,17 @@ func newScratch() *scratch {
 	s := new(scratch)
 	s.buf = s.room[:0]
 	return s
+}
+
+// scratches are the scratches of requests on a store that copies its keys
+// (Enforcer.pooled): nothing refers to one once its check is done.
+var scratches = sync.Pool{New: func() any { return newScratch() }}
+
+// reuse empties s, whose strings are no one's any more, into scratches.
+func (s *scratch) reuse() {
+	s.buf, s.vals = s.room[:0], [6]string{}
+	s.claimed.Store(false)
+	scratches.Put(s)
 }
 
 // arena is an append-only byte buffer that hands out strings over the
