@@ -344,7 +344,9 @@ func (ps *pass) finish(ctx context.Context, tier *Tier) {
 		ps.admitTier(ctx, tier.Name)
 	}
 	if res.Limited {
-		res.at = ps.e.set.Now()
+		if !res.Hidden && res.headerSet() != HeadersIETF { // X-RateLimit-Reset is an epoch time
+			res.at = ps.e.set.Now()
+		}
 		if !res.Allowed {
 			res.RetryAfter = ps.e.retryAfter(res)
 		}

@@ -173,8 +173,8 @@ type Result struct {
 	// RetryAfter is the Retry-After value in whole seconds (≥ 1) when
 	// refused; 503s carry jitter.
 	RetryAfter int64
-	Err        error // a store error; the request was let through for that rule
-	at         time.Time
+	Err        error         // a store error; the request was let through for that rule
+	at         time.Time     // when decided: X-RateLimit-Reset's epoch (zero when no legacy header is due)
 	cr         *compiledRule // the rule of Decision, for its header text; nil: none of the policy's
 	sc         *scratch      // the request's bucket keys, and room for its headers; nil: no key made
 }

@@ -97,3 +97,31 @@ func TestKeptKeysStay(t *testing.T) {
 		}
 	}
 }
+
+// TestClockReadForLegacyOnly: the enforcer reads its clock for a decision
+// only when X-RateLimit-Reset (an epoch time) is to be written: not for
+// headers none nor ietf, whose values are relative.
+func TestClockReadForLegacyOnly(t *testing.T) {
+	for _, c := range []struct {
+		set   enforce.HeaderSet
+		reads int
+	}{{enforce.HeadersNone, 0}, {enforce.HeadersIETF, 0}, {enforce.HeadersLegacy, 1}, {enforce.HeadersBoth, 1}} {
+		reads := 0
+		now := func() time.Time { reads++; return t0 }
+		p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 10, Period: time.Second, Priority: 1}},
+			Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: c.set}}}
+		e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := e.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, keyRequest("k1"))
+		if reads != c.reads {
+			t.Errorf("headers %s: the clock read %d times, want %d", c.set, reads, c.reads)
+		}
+		if c.reads == 1 && w.Header().Get(enforce.HeaderReset) != strconv.FormatInt(t0.Unix()+1, 10) {
+			t.Errorf("headers %s: X-RateLimit-Reset %q, want %d", c.set, w.Header().Get(enforce.HeaderReset), t0.Unix()+1)
+		}
+	}
+}
