@@ -117,7 +117,7 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 		e.st = state{log: e.st.log, alog: e.st.alog}
 	}
 	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
-	e.expire = us + (math.Ceil(math.Min(v.ttl, maxMicros)/1000)+1000)*1000
+	e.expire = us + (math.Ceil(min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(req, v), nil
 }
@@ -247,7 +247,7 @@ func micros(us float64) time.Duration {
 	if !(us > 0) { // NaN too
 		return 0
 	}
-	return time.Duration(math.Ceil(math.Min(us, maxMicros))) * time.Microsecond
+	return time.Duration(math.Ceil(min(us, maxMicros))) * time.Microsecond
 }
 
 // CopiesKeys reports true: Memory keeps its own copy of every key it

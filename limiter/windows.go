@@ -20,7 +20,7 @@ func slidingCounter(s *state, now float64, p params) verdict {
 	var v verdict
 	switch {
 	case p.refund:
-		s.q, s.c = math.Max(0, s.q-p.cost), math.Max(0, s.c-p.cost)
+		s.q, s.c = max(0, s.q-p.cost), max(0, s.c-p.cost)
 		est, adm = s.a*w+s.q, s.d*w+s.c
 	case est+p.cost > p.limit:
 		v.reason, v.retry = OverQuota, counterRetry(s.q, s.a, s.ts, now, p, p.limit)
@@ -29,13 +29,13 @@ func slidingCounter(s *state, now float64, p params) verdict {
 		est += p.cost
 		v.reason, v.retry = Shed, counterRetry(s.c, s.d, s.ts, now, p, al)
 		if est+p.cost > p.limit {
-			v.retry = math.Max(v.retry, counterRetry(s.q, s.a, s.ts, now, p, p.limit))
+			v.retry = max(v.retry, counterRetry(s.q, s.a, s.ts, now, p, p.limit))
 		}
 	default:
 		s.q, s.c = s.q+p.cost, s.c+p.cost
 		est, adm = est+p.cost, adm+p.cost
 	}
-	v.remaining = math.Max(0, math.Floor(math.Min(p.limit-est, al-adm)+eps))
+	v.remaining = max(0, math.Floor(min(p.limit-est, al-adm)+eps))
 	v.ttl = ws + 2*p.period - now
 	switch {
 	case s.q > 0:
@@ -58,7 +58,7 @@ func counterRetry(cur, prev, ts, now float64, p params, lim float64) float64 {
 		// In the next window, where this window's count is the previous.
 		t = ts + 2*p.period - (lim-p.cost)/cur*p.period
 	}
-	return math.Max(0, t-now)
+	return max(0, t-now)
 }
 
 func slidingLog(s *state, now float64, p params) verdict {
@@ -80,14 +80,14 @@ func slidingLog(s *state, now float64, p params) verdict {
 		n += p.cost
 		v.reason, v.retry = Shed, s.alog.at(int(na+p.cost-al)-1)+p.period-now
 		if n+p.cost > p.limit {
-			v.retry = math.Max(v.retry, s.log.at(int(n+p.cost-p.limit)-1)+p.period-now)
+			v.retry = max(v.retry, s.log.at(int(n+p.cost-p.limit)-1)+p.period-now)
 		}
 	default:
 		s.log.push(now, int(p.cost))
 		s.alog.push(now, int(p.cost))
 		n, na = n+p.cost, na+p.cost
 	}
-	v.remaining = math.Max(0, math.Min(p.limit-n, al-na))
+	v.remaining = max(0, min(p.limit-n, al-na))
 	if s.log.len() > 0 {
 		v.reset = s.log.at(s.log.len()-1) + p.period - now
 	}
