@@ -23,8 +23,13 @@ type Memory struct {
 	seed     maphash.Seed
 	shards   []memShard
 	perShard int
-	now      func() time.Time
-	own      bool // now is the store's own clock: shards never let it go back
+	now      func() time.Time // WithClock's clock; nil: the store's own
+	// The store's own clock: the wall time at the start (µs) plus the time
+	// elapsed since on Go's monotonic clock, so that a step of the wall
+	// clock (NTP) neither freezes refills nor grants them; shards never let
+	// it go back (steady).
+	startUs float64
+	elapsed func() time.Duration
 }
 
 type memShard struct {
@@ -73,7 +78,8 @@ func NewMemory(opts ...Option) *Memory {
 	m := &Memory{seed: maphash.MakeSeed(), shards: make([]memShard, n), now: o.Now}
 	m.perShard = max(1, o.MaxKeys/n)
 	if m.now == nil {
-		m.now, m.own = monotonicNow(), true
+		start := time.Now()
+		m.startUs, m.elapsed = float64(start.UnixMicro()), func() time.Duration { return time.Since(start) }
 	}
 	for i := range m.shards {
 		for a := range m.shards[i].m {
@@ -105,10 +111,13 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
 	sh.mu.Lock()
 	var us float64
-	if at != nil {
+	switch {
+	case at != nil:
 		us = float64(at.UnixMicro())
-	} else if us = float64(m.now().UnixMicro()); m.own {
-		us = sh.steady(us)
+	case m.now != nil:
+		us = float64(m.now().UnixMicro())
+	default: // no time.Time made: a monotonic reading and a float add
+		us = sh.steady(m.startUs + float64(m.elapsed()/time.Microsecond))
 	}
 	e := sh.entry(req.Rule.Algorithm, req.Key, req.Rule.Name, us, m.perShard)
 	if e.expire <= us { // an entry is of one algorithm: sh.m and overflow are by algorithm
@@ -120,14 +129,6 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	e.expire = us + (math.Ceil(min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(req, v), nil
-}
-
-// monotonicNow is the store's own clock: the wall time at the start plus
-// the time elapsed since on Go's monotonic clock, so that a step of the
-// wall clock (NTP) neither freezes refills nor grants them.
-func monotonicNow() func() time.Time {
-	start := time.Now()
-	return func() time.Time { return start.Add(time.Since(start)) }
 }
 
 // steady keeps the shard's time from going back should the store's own

@@ -15,7 +15,7 @@ func TestMemoryOwnClockStepsBack(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	clock := fakeclock.New(t0)
 	m := NewMemory(WithShards(1))
-	m.now = clock.Now // its own clock, read like a wall clock (no WithClock)
+	m.startUs, m.elapsed = float64(t0.UnixMicro()), func() time.Duration { return clock.Now().Sub(t0) } // its own clock, stepping
 	rule := Rule{Limit: 10, Period: time.Second, Burst: 1}
 	steps := []struct {
 		name  string

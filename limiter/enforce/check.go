@@ -199,7 +199,7 @@ type applied struct{ req limiter.Request }
 type pass struct {
 	e     *Enforcer
 	res   Result
-	taken [8]applied // the first admitting rules, without allocating
+	taken [4]applied // the first admitting limits, without allocating (zeroed with every pass: kept small)
 	n     int        // how many of taken are in use
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
