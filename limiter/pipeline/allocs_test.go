@@ -1,0 +1,46 @@
+package pipeline_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/enforce"
+	"github.com/throttledhq/throttled/limiter/pipeline"
+)
+
+// TestHeadersNoneNoAllocs: the whole request path with only the decision
+// stage, on the in-memory store, for a rule whose headers are none,
+// allocates nothing of its own (bench http's memory-none): the bucket key
+// is made in pooled memory and the call is pooled.
+func TestHeadersNoneNoAllocs(t *testing.T) {
+	p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: enforce.HeadersNone}}}
+	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pipeline.New(pipeline.Settings{Enforcer: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := ""
+	h := pl.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if res := pipeline.ResultOf(w); res != nil {
+			seen = res.Rule // the pipeline's until Serve returns
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	r := httptest.NewRequest("GET", "/hello", nil)
+	r.RemoteAddr = "127.0.0.1:54321"
+	r.Header.Set("X-API-Key", "k1")
+	w := &statusWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(100, func() { h.ServeHTTP(w, r) }); n != 0 {
+		t.Errorf("%v allocations per request, want 0", n)
+	}
+	if seen != "per-key" || len(w.h) != 0 {
+		t.Fatalf("the handler saw rule %q, headers %v; want per-key's decision and no headers", seen, w.h)
+	}
+}
