@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -60,8 +61,13 @@ func TestBatchSources(t *testing.T) {
 	for _, a := range limiter.Algorithms() {
 		src := batchSources[a]
 		body := src[len(batchHead):strings.Index(src, "\nend\nlocal out")] // the decision function
-		if n, m := strings.Count(body, "ARGV["), strings.Count(body, "ARGV[t + ")+strings.Count(body, "ARGV[f]"); n != m || n == 0 {
+		if n, m := strings.Count(body, "ARGV["), strings.Count(body, "ARGV[argt + ")+strings.Count(body, "ARGV[argf]"); n != m || n == 0 {
 			t.Errorf("%v: %d ARGV indexes, %d at the offsets", a, n, m)
+		}
+		for _, v := range []string{"argt", "argf", "kb"} { // the offsets must not be shadowed
+			if regexp.MustCompile(`\blocal\b[^=\n]*\b` + v + `\b`).MatchString(body) {
+				t.Errorf("%v: a local named %s hides the decision's offset", a, v)
+			}
 		}
 		if n, m := strings.Count(src, "KEYS["), strings.Count(src, "KEYS[kb + "); n != m || n == 0 {
 			t.Errorf("%v: %d KEYS indexes, %d at the offset", a, n, m)

@@ -14,8 +14,8 @@ import (
 )
 
 // A batch script decides many requests of one algorithm in one EVALSHA:
-// the algorithm's script, with ARGV[n] read as ARGV[t + n] (the
-// decision's rule arguments, n = 1..7), ARGV[8] as ARGV[f] (its client
+// the algorithm's script, with ARGV[n] read as ARGV[argt + n] (the
+// decision's rule arguments, n = 1..7), ARGV[8] as ARGV[argf] (its client
 // key) and KEYS[n] as KEYS[kb + n], becomes a function called once per
 // decision (under pcall, so one bad key fails only its own decision, as an
 // error reply in its place). Its prelude is batchPrelude, not
@@ -48,7 +48,7 @@ local function btime()
 end
 local maxus, eps = 9e15, 1e-9
 local limit, period, burst, cost, m, p2, p3, p4, p5, p6
-local decide = function(t, f, kb)
+local decide = function(argt, argf, kb)
 `
 
 // batchPrelude is part/prelude.lua for a decision of a batch (batchHead):
@@ -96,8 +96,8 @@ var (
 // parts joined), with nkeys keys per decision.
 func batchSource(src string, nkeys int) string {
 	src = batchPrelude + strings.TrimPrefix(src, prelude)
-	body := argRE.ReplaceAllString(src, "ARGV[t + $1]")
-	body = keyArgRE.ReplaceAllString(body, "ARGV[f]")
+	body := argRE.ReplaceAllString(src, "ARGV[argt + $1]")
+	body = keyArgRE.ReplaceAllString(body, "ARGV[argf]")
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
 	return batchHead + body + strings.Replace(batchTail, "NKEYS", strconv.Itoa(nkeys), 1)
