@@ -80,7 +80,8 @@ for i in $(seq "$runs"); do
   results[unbatched]="${results[unbatched]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
   if [ -n "${BEFORE:-}" ]; then
     flush
-    out=$("$BEFORE" bench --store redis --redis-url "$url" --concurrency 64 --keys 10000 --duration "$dur" --json)
+    out=$("$BEFORE" bench decisions --store redis --redis-url "$url" --concurrency 64 --keys 10000 \
+      --duration "$dur" --memory-keys 0 --json)
     echo "run $i before $out"
     results[before]="${results[before]:-} $(echo "$out" | grep -oE '"decisions_per_sec":[0-9.]+' | cut -d: -f2)"
   fi

@@ -130,6 +130,7 @@ if [ -s "$out" ]; then # RUNS=0: the exactness run alone
     fig "p99 µs" .p99_us "%'.0f"
     fig "service CPU s per 10k decisions" .service_cpu_s_per_10k "%.2f"
     fig "Redis CPU µs per decision" .redis_cpu_us_per_decision "%.1f"
+    fig "Redis script calls (EVALSHA) per decision" .script_calls_per_decision "%.3f"
     fig "errors (median)" .errors "%.0f"
     fig "OK answers by the fallback (median)" .fallback_ok "%.0f"
     # throttled ÷ reference round by round (each round ran both in turn)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,29 @@ func RedisCPUSeconds(c *redis.Client) float64 {
 	sys, _ := strconv.ParseFloat(f["used_cpu_sys"], 64)
 	user, _ := strconv.ParseFloat(f["used_cpu_user"], 64)
 	return sys + user
+}
+
+// RedisScriptCalls is INFO commandstats' EVALSHA and EVAL calls on c's
+// server (0 when c is nil or INFO fails): a batch script is one call
+// however many decisions it holds.
+func RedisScriptCalls(c *redis.Client) float64 {
+	if c == nil {
+		return 0
+	}
+	f, err := info(context.Background(), c, "commandstats")
+	if err != nil {
+		return 0
+	}
+	n := 0.0
+	for _, k := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+		for _, kv := range strings.Split(f[k], ",") { // calls=N,usec=M,…
+			if v, ok := strings.CutPrefix(kv, "calls="); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				n += x
+			}
+		}
+	}
+	return n
 }
 
 // info is the fields of an INFO section of c's server (go-redis InfoMap).

@@ -39,20 +39,21 @@ type DescriptorEntry struct{ Key, Value string }
 // every call finished in the measure, ok + over_limit + errors; the rate
 // and the CPU figures count answers (ok + over_limit).
 type RLSResult struct {
-	Concurrency         int     `json:"concurrency"`
-	Keys                int     `json:"keys"`
-	DurationSeconds     float64 `json:"duration_seconds"`
-	Decisions           int64   `json:"decisions"`
-	DecisionsPerSec     float64 `json:"decisions_per_sec"`
-	P50Micros           float64 `json:"p50_us"`
-	P99Micros           float64 `json:"p99_us"`
-	Errors              int64   `json:"errors"`
-	OK                  int64   `json:"ok"`
-	OverLimit           int64   `json:"over_limit"`
-	ServiceCPUPer10k    float64 `json:"service_cpu_s_per_10k"`     // s of --pids CPU per 10k answers (0 without --pids)
-	RedisCPUPerDecision float64 `json:"redis_cpu_us_per_decision"` // µs of Redis CPU per answer (0 without --redis-url)
-	FallbackOK          int64   `json:"fallback_ok"`               // ok answers throttled marked fallback (decided without the store)
-	FirstError          string  `json:"first_error,omitempty"`
+	Concurrency            int     `json:"concurrency"`
+	Keys                   int     `json:"keys"`
+	DurationSeconds        float64 `json:"duration_seconds"`
+	Decisions              int64   `json:"decisions"`
+	DecisionsPerSec        float64 `json:"decisions_per_sec"`
+	P50Micros              float64 `json:"p50_us"`
+	P99Micros              float64 `json:"p99_us"`
+	Errors                 int64   `json:"errors"`
+	OK                     int64   `json:"ok"`
+	OverLimit              int64   `json:"over_limit"`
+	ServiceCPUPer10k       float64 `json:"service_cpu_s_per_10k"`     // s of --pids CPU per 10k answers (0 without --pids)
+	RedisCPUPerDecision    float64 `json:"redis_cpu_us_per_decision"` // µs of Redis CPU per answer (0 without --redis-url)
+	FallbackOK             int64   `json:"fallback_ok"`               // ok answers throttled marked fallback (decided without the store)
+	ScriptCallsPerDecision float64 `json:"script_calls_per_decision"` // EVALSHA and EVAL calls per answer (0 without --redis-url)
+	FirstError             string  `json:"first_error,omitempty"`
 }
 
 // ErrDescriptor is a --descriptor that is not key=value,… .
@@ -124,7 +125,7 @@ func RLS(spec RLSSpec) (RLSResult, error) {
 	if err != nil {
 		return RLSResult{}, err
 	}
-	red0 := RedisCPUSeconds(spec.Redis)
+	red0, calls0 := RedisCPUSeconds(spec.Redis), RedisScriptCalls(spec.Redis)
 	start := time.Now()
 	l := loadRLS(&spec, clients, &next, spec.Duration)
 	el := time.Since(start)
@@ -132,7 +133,7 @@ func RLS(spec RLSSpec) (RLSResult, error) {
 	if err != nil {
 		return RLSResult{}, err
 	}
-	red1 := RedisCPUSeconds(spec.Redis)
+	red1, calls1 := RedisCPUSeconds(spec.Redis), RedisScriptCalls(spec.Redis)
 	q := quantiles(l.lat)
 	res := RLSResult{Concurrency: spec.Concurrency, Keys: spec.Keys, DurationSeconds: el.Seconds(),
 		Errors: l.errs.Load(), OK: l.ok.Load(), OverLimit: l.over.Load(), FallbackOK: l.fallbackOK.Load(), P50Micros: q(0.5), P99Micros: q(0.99)}
@@ -145,6 +146,7 @@ func RLS(spec RLSSpec) (RLSResult, error) {
 		}
 		if spec.Redis != nil {
 			res.RedisCPUPerDecision = (red1 - red0) / answers * 1e6
+			res.ScriptCallsPerDecision = (calls1 - calls0) / answers
 		}
 	}
 	return res, nil

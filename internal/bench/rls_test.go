@@ -88,6 +88,9 @@ func TestRLSLoadCountsEveryCall(t *testing.T) {
 		res.ServiceCPUPer10k <= 0 || res.RedisCPUPerDecision <= 0 {
 		t.Fatalf("figures: %+v", res)
 	}
+	if res.ScriptCallsPerDecision <= 0 || res.ScriptCallsPerDecision > 1 { // a call decides one or more
+		t.Fatalf("script calls per decision %v, want in (0, 1]", res.ScriptCallsPerDecision)
+	}
 }
 
 // TestRLSJSONNames: the JSON of bench rls has exactly the names of the
@@ -103,7 +106,8 @@ func TestRLSJSONNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"decisions_per_sec", "p50_us", "p99_us", "errors", "ok", "over_limit",
-		"service_cpu_s_per_10k", "redis_cpu_us_per_decision", "decisions", "fallback_ok"} {
+		"service_cpu_s_per_10k", "redis_cpu_us_per_decision", "decisions", "fallback_ok",
+		"script_calls_per_decision"} {
 		if _, ok := got[k]; !ok {
 			t.Errorf("no %q in %s", k, b)
 		}

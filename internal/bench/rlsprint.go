@@ -35,6 +35,7 @@ func PrintRLS(w io.Writer, res any) error {
 		fmt.Fprintf(tw, "ok (fallback) / over_limit / errors\t%d (%d) / %d / %d\n", r.OK, r.FallbackOK, r.OverLimit, r.Errors)
 		fmt.Fprintf(tw, "service CPU s per 10k decisions\t%.2f\n", r.ServiceCPUPer10k)
 		fmt.Fprintf(tw, "Redis CPU µs per decision\t%.1f\n", r.RedisCPUPerDecision)
+		fmt.Fprintf(tw, "script calls per decision\t%.3f\n", r.ScriptCallsPerDecision)
 		if r.FirstError != "" {
 			fmt.Fprintf(tw, "first error\t%s\n", r.FirstError)
 		}

@@ -16,6 +16,10 @@ var ErrBadSettings = errors.New("redisstore: bad settings")
 // turn the backlog into timeouts.
 var ErrBusy = errors.New("redisstore: too many decisions waiting for redis")
 
+// DefaultLinger is Settings.Linger's default: under load it about doubles
+// the decisions per batch script (BENCHMARKS.md, issue 27).
+const DefaultLinger = 500 * time.Microsecond
+
 // Settings tune how concurrent decisions are coalesced. Zero values mean
 // the defaults; they are applied in one place, Settings.withDefaults.
 type Settings struct {
@@ -26,12 +30,16 @@ type Settings struct {
 	// Pipelines is how many pipelines may be in flight at once (on a
 	// cluster, to each master: lane.go). While they all are, new decisions
 	// wait and leave together in the next one, so batches grow with load
-	// and a lone decision leaves at once. 0 means 2 (on loopback, 2 made
-	// more decisions/s than 1 or 4, and a lower p99 than 4).
+	// and a lone decision leaves at once. 0 means 1: Redis spends about as
+	// much CPU on each script call (reading, parsing, the Lua call,
+	// replying: 35–60 µs on a loaded host) as on 8–10 decisions in it,
+	// so one fuller batch costs it less than two halves, and the service
+	// makes fewer system calls (BENCHMARKS.md, issue 27).
 	Pipelines int
 	// Linger is how long a pipeline that is not full waits for more
-	// decisions before it leaves. 0 means no wait (the default): batching
-	// comes from the pipelines in flight alone. At most 1 ms.
+	// decisions before it leaves, once decisions already wait (a lone
+	// decision on a free pipeline leaves at once). 0 means
+	// DefaultLinger; a negative value means no wait. At most 1 ms.
 	Linger time.Duration
 	// Gather is how many times a flusher lets the goroutines that are ready
 	// to run go first (runtime.Gosched) before it takes a batch, so that
@@ -48,14 +56,17 @@ type Settings struct {
 }
 
 func (s Settings) withDefaults() (Settings, error) {
-	if s.MaxBatch < 0 || s.Pipelines < 0 || s.MaxWaiting < 0 || s.Linger < 0 || s.Linger > time.Millisecond {
-		return s, fmt.Errorf("%w: want MaxBatch, Pipelines, MaxWaiting ≥ 0 and 0 ≤ Linger ≤ 1ms, got %+v", ErrBadSettings, s)
+	if s.MaxBatch < 0 || s.Pipelines < 0 || s.MaxWaiting < 0 || s.Linger > time.Millisecond {
+		return s, fmt.Errorf("%w: want MaxBatch, Pipelines, MaxWaiting ≥ 0 and Linger ≤ 1ms, got %+v", ErrBadSettings, s)
 	}
 	if s.MaxBatch == 0 {
 		s.MaxBatch = 64
 	}
 	if s.Pipelines == 0 {
-		s.Pipelines = 2
+		s.Pipelines = 1
+	}
+	if s.Linger == 0 {
+		s.Linger = DefaultLinger
 	}
 	if s.MaxWaiting == 0 {
 		s.MaxWaiting = 8192
@@ -87,6 +98,10 @@ func (r *Store) enqueue(l *lane, j *job) (alone bool, err error) {
 		return true, nil
 	}
 	l.queue = append(l.queue, j)
+	if l.want > 0 && len(l.queue) >= l.want {
+		l.want = 0
+		l.wake()
+	}
 	l.mu.Unlock()
 	if free {
 		go r.flush(l)
@@ -124,14 +139,7 @@ func (r *Store) flush(l *lane) {
 		for range r.set.Gather { // none when negative
 			runtime.Gosched()
 		}
-		if r.set.Linger > 0 {
-			l.mu.Lock()
-			short := len(l.queue) < r.set.MaxBatch
-			l.mu.Unlock()
-			if short {
-				time.Sleep(r.set.Linger)
-			}
-		}
+		r.linger(l)
 		l.mu.Lock()
 		n := min(len(l.queue), r.set.MaxBatch)
 		if n == 0 {
@@ -139,6 +147,7 @@ func (r *Store) flush(l *lane) {
 			l.mu.Unlock()
 			return
 		}
+		l.last = n
 		sc.batch = append(sc.batch[:0], l.queue[:n]...)
 		k := copy(l.queue, l.queue[n:])
 		clear(l.queue[k:])
@@ -146,6 +155,38 @@ func (r *Store) flush(l *lane) {
 		l.mu.Unlock()
 		r.send(sc)
 	}
+}
+
+// linger waits, at most Linger, until l's queue holds as many decisions
+// as its last batch (or MaxBatch): under steady load the callers of a batch
+// come back at about the same time, and the next batch leaves with all of
+// them instead of with the first few. One flusher of a lane lingers at a
+// time; enqueue wakes it (lane.wake) when the queue is long enough.
+func (r *Store) linger(l *lane) {
+	if r.set.Linger <= 0 {
+		return
+	}
+	l.mu.Lock()
+	want := min(l.last, r.set.MaxBatch)
+	if l.want > 0 || len(l.queue) == 0 || len(l.queue) >= want {
+		l.mu.Unlock()
+		return
+	}
+	l.want = want
+	l.mu.Unlock()
+	t := time.NewTimer(r.set.Linger)
+	select {
+	case <-l.ready():
+	case <-t.C:
+	}
+	t.Stop()
+	l.mu.Lock()
+	l.want = 0
+	select { // a wake that came after the timer
+	case <-l.ready():
+	default:
+	}
+	l.mu.Unlock()
 }
 
 // send runs the live jobs of sc.batch in one pipeline and finishes every

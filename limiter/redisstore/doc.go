@@ -3,11 +3,14 @@
 // EVALSHA with a NOSCRIPT fallback, so every instance shares one truth.
 //
 // Concurrent decisions are coalesced (Settings): while Pipelines pipelines
-// are in flight, new decisions wait and leave together in the next, up to
-// MaxBatch. A decision that finds a pipeline free and nothing waiting is
+// (one by default) are in flight, new decisions wait and leave together in
+// the next, up to MaxBatch, after at most Linger for as many as left in the
+// last batch. A decision that finds a pipeline free and nothing waiting is
 // sent by its caller's goroutine (on a client that honours deadlines), so
-// at low load a decision costs no goroutine hand-off. On a single Redis a batch is one EVALSHA per algorithm of a
-// batch script that decides each request in turn (one TIME for all); on a
+// at low load a decision costs no goroutine hand-off. On a single Redis a
+// batch is one EVALSHA per algorithm of a batch script that decides each
+// request in turn (one TIME for all, each distinct rule's arguments sent
+// once); on a
 // cluster each decision is its own EVALSHA and the client pipelines them
 // per node, and each master has its own queue and pipelines in flight (a
 // lane), so a master that stalls or dies holds up only the decisions on

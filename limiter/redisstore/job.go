@@ -32,6 +32,7 @@ type job struct {
 	cost  int64
 	m     string // the multiplier, formatted once per value (multArg)
 	ref   string // "1": a refund
+	set   int    // a batch's number of its rule arguments (ruleSets)
 	rep   [4]int64
 	err   error
 	state atomic.Int32  // jobWaiting, jobDone, jobAbandoned
@@ -112,6 +113,12 @@ func (j *job) appendKeys(a []any) []any {
 // appendArgs appends j's 8 script arguments to a.
 func (j *job) appendArgs(a []any) []any {
 	return append(a, &j.now, &j.limit, &j.per, &j.capa, &j.cost, &j.m, &j.ref, &j.field)
+}
+
+// appendRuleArgs appends j's first 7 script arguments, its rule's (the
+// 8th is its client key), to a.
+func (j *job) appendRuleArgs(a []any) []any {
+	return append(a, &j.now, &j.limit, &j.per, &j.capa, &j.cost, &j.m, &j.ref)
 }
 
 // keyStrings are j's keys as strings, for go-redis Script and EvalSha.

@@ -13,11 +13,29 @@ import (
 // its own slots only, not those of the others queued behind them or
 // batched with them.
 //
-// Lock rule: mu guards queue and flushers, nothing else.
+// Lock rule: mu guards queue, flushers, last and want, nothing else.
 type lane struct {
 	mu       sync.Mutex
 	queue    []*job
 	flushers int
+	last     int // the size of the batch taken last
+	want     int // > 0: a flusher lingers until the queue is this long
+	readyCh  chan struct{}
+	once     sync.Once
+}
+
+// ready is the channel that wakes a lingering flusher (capacity 1).
+func (l *lane) ready() chan struct{} {
+	l.once.Do(func() { l.readyCh = make(chan struct{}, 1) })
+	return l.readyCh
+}
+
+// wake wakes the lingering flusher, if any; l.mu is held.
+func (l *lane) wake() {
+	select {
+	case l.ready() <- struct{}{}:
+	default:
+	}
 }
 
 // lanes are a store's lanes: one, or one per cluster master by address.

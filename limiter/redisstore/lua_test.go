@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,13 +54,20 @@ func TestScriptsSharePreludeAndFinish(t *testing.T) {
 	}
 }
 
-// TestBatchSources: in a batch script every ARGV and KEYS index is read at
-// the decision's offset, and Redis TIME only through the batch's one read.
+// TestBatchSources: in a batch script's decision every ARGV index is read
+// at its rule set's offset or is its client key, every KEYS index at the
+// decision's offset, and Redis TIME only through the batch's one read.
 func TestBatchSources(t *testing.T) {
 	for _, a := range limiter.Algorithms() {
 		src := batchSources[a]
-		if n, m := strings.Count(src, "ARGV["), strings.Count(src, "ARGV[b + "); n != m || n == 0 {
-			t.Errorf("%v: %d ARGV indexes, %d at the offset", a, n, m)
+		body := src[len(batchHead):strings.Index(src, "\nend\nlocal out")] // the decision function
+		if n, m := strings.Count(body, "ARGV["), strings.Count(body, "ARGV[argt + ")+strings.Count(body, "ARGV[argf]"); n != m || n == 0 {
+			t.Errorf("%v: %d ARGV indexes, %d at the offsets", a, n, m)
+		}
+		for _, v := range []string{"argt", "argf", "kb"} { // the offsets must not be shadowed
+			if regexp.MustCompile(`\blocal\b[^=\n]*\b` + v + `\b`).MatchString(body) {
+				t.Errorf("%v: a local named %s hides the decision's offset", a, v)
+			}
 		}
 		if n, m := strings.Count(src, "KEYS["), strings.Count(src, "KEYS[kb + "); n != m || n == 0 {
 			t.Errorf("%v: %d KEYS indexes, %d at the offset", a, n, m)

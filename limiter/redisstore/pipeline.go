@@ -14,18 +14,26 @@ import (
 )
 
 // A batch script decides many requests of one algorithm in one EVALSHA:
-// the algorithm's script, with ARGV[n] read as ARGV[b + n] and KEYS[n] as
-// KEYS[kb + n], becomes a function called once per decision (under pcall,
-// so one bad key fails only its own decision, as an error reply in its
-// place). Its prelude is batchPrelude, not part/prelude.lua: Redis TIME is
-// read once for the whole batch, and the rule's numbers are parsed again
-// only when their arguments differ from the previous decision's (the same
-// strings: the same numbers, so the answers are those of the one-decision
-// script). Used on a single Redis, where a script may touch keys of any
-// slot; on a cluster every decision is its own EVALSHA, pipelined per node.
+// the algorithm's script, with ARGV[n] read as ARGV[argt + n] (the
+// decision's rule arguments, n = 1..7), ARGV[8] as ARGV[argf] (its client
+// key) and KEYS[n] as KEYS[kb + n], becomes a function called once per
+// decision (under pcall, so one bad key fails only its own decision, as an
+// error reply in its place). Its prelude is batchPrelude, not
+// part/prelude.lua: Redis TIME is read once for the whole batch, and the
+// rule's numbers are parsed again only when their arguments differ from
+// the previous decision's (the same strings: the same numbers, so the
+// answers are those of the one-decision script). Used on a single Redis,
+// where a script may touch keys of any slot; on a cluster every decision
+// is its own EVALSHA, pipelined per node.
 //
 //	KEYS = the keys of decision 1 (1, the sliding log 2), of decision 2, …
-//	ARGV = the 8 arguments of decision 1, of decision 2, …
+//	ARGV = R, the rule arguments (the first 7 of the one-decision script)
+//	       of rule set 0, …, of rule set R-1, then for each decision its
+//	       rule set's number and its client key
+//
+// Decisions of a batch mostly share their rule arguments (same rule, cost
+// and clock), which are then sent and made into Lua strings once, not per
+// decision (ruleSets).
 //
 // It replies {replies, errors…}: replies packs the 4 numbers of every
 // decision's reply as little-endian doubles (exact: all are integers below
@@ -40,7 +48,7 @@ local function btime()
 end
 local maxus, eps = 9e15, 1e-9
 local limit, period, burst, cost, m, p2, p3, p4, p5, p6
-local decide = function(b, kb)
+local decide = function(argt, argf, kb)
 `
 
 // batchPrelude is part/prelude.lua for a decision of a batch (batchHead):
@@ -62,8 +70,10 @@ local refund = ARGV[7] == '1'
 const batchTail = `
 end
 local out, res = {}, {''}
-for i = 1, #ARGV / 8 do
-  local ok, r = pcall(decide, (i - 1) * 8, (i - 1) * NKEYS)
+local base = 1 + tonumber(ARGV[1]) * 7
+for i = 1, (#ARGV - base) / 2 do
+  local a = base + 2 * i - 1
+  local ok, r = pcall(decide, 1 + tonumber(ARGV[a]) * 7, a + 1, (i - 1) * NKEYS)
   if ok then out[i] = struct.pack('<dddd', r[1], r[2], r[3], r[4])
   else
     out[i] = struct.pack('<dddd', -1, 0, 0, 0)
@@ -76,16 +86,18 @@ return res
 `
 
 var (
-	argRE  = regexp.MustCompile(`\bARGV\[([1-8])\]`)
-	keyRE  = regexp.MustCompile(`\bKEYS\[([12])\]`)
-	timeRE = regexp.MustCompile(`redis\.call\('TIME'\)`)
+	argRE    = regexp.MustCompile(`\bARGV\[([1-7])\]`)
+	keyArgRE = regexp.MustCompile(`\bARGV\[8\]`)
+	keyRE    = regexp.MustCompile(`\bKEYS\[([12])\]`)
+	timeRE   = regexp.MustCompile(`redis\.call\('TIME'\)`)
 )
 
 // batchSource is the batch script of an algorithm's script src (its
 // parts joined), with nkeys keys per decision.
 func batchSource(src string, nkeys int) string {
 	src = batchPrelude + strings.TrimPrefix(src, prelude)
-	body := argRE.ReplaceAllString(src, "ARGV[b + $1]")
+	body := argRE.ReplaceAllString(src, "ARGV[argt + $1]")
+	body = keyArgRE.ReplaceAllString(body, "ARGV[argf]")
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
 	return batchHead + body + strings.Replace(batchTail, "NKEYS", strconv.Itoa(nkeys), 1)
@@ -123,6 +135,7 @@ type group struct {
 	jobs  []*job
 	args  []any
 	nkeys int
+	rules ruleSets
 	cmd   *redis.Cmd
 }
 
@@ -155,6 +168,7 @@ func (r *Store) sendScripts(ctx context.Context, jobs []*job, sc *scratch) {
 			g.spread()
 			clear(g.args)
 			clear(g.jobs)
+			g.rules.reset()
 			g.jobs, g.args, g.cmd = g.jobs[:0], g.args[:0], nil
 		}
 	}
@@ -168,8 +182,13 @@ func (g *group) build(a int) {
 		g.args = j.appendKeys(g.args)
 	}
 	g.nkeys = len(g.args) - 3
+	g.rules.index(g.jobs)
+	g.args = append(g.args, &g.rules.n)
+	for _, j := range g.rules.first {
+		g.args = j.appendRuleArgs(g.args)
+	}
 	for _, j := range g.jobs {
-		g.args = j.appendArgs(g.args)
+		g.args = append(g.args, &j.set, &j.field)
 	}
 }
 

@@ -9,15 +9,12 @@ import (
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/instrument"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Descriptor entry keys that name the rule and the tier; the values of all
@@ -183,37 +180,6 @@ func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, er
 	return q, nil
 }
 
-func answer(res *enforce.Result, qs []enforce.Query, out []enforce.Outcome) *rlsv3.RateLimitResponse {
-	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
-		Statuses:             make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(qs)),
-		ResponseHeadersToAdd: headersOf(res), DynamicMetadata: metadataOf(res)}
-	if !res.Allowed {
-		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
-	for i := range qs {
-		resp.Statuses[i] = statusOf(qs[i].Rule, &out[i])
-	}
-	return resp
-}
-
-// statusOf is one descriptor's status: OVER_LIMIT when its refusal is the
-// request's; its limit, remaining and time to reset when it was decided.
-func statusOf(rule string, o *enforce.Outcome) *rlsv3.RateLimitResponse_DescriptorStatus {
-	st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
-	if o.Refused {
-		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
-	if !o.Asked || o.Err != nil {
-		return st
-	}
-	d := &o.Decision
-	n, unit := perUnit(d.Limit, o.Period)
-	st.CurrentLimit = &rlsv3.RateLimitResponse_RateLimit{Name: rule, RequestsPerUnit: n, Unit: unit}
-	st.LimitRemaining = uint32(min(max(d.Remaining, 0), math.MaxUint32))
-	st.DurationUntilReset = durationpb.New(d.ResetAfter)
-	return st
-}
-
 var units = [...]struct {
 	d    time.Duration
 	unit rlsv3.RateLimitResponse_RateLimit_Unit
@@ -237,49 +203,4 @@ func perUnit(limit int64, period time.Duration) (uint32, rlsv3.RateLimitResponse
 	}
 	n := math.Floor(float64(limit) * float64(u.d) / float64(max(period, 1)))
 	return uint32(min(max(n, 1), math.MaxUint32)), u.unit
-}
-
-// headerNames are the headers an answer may carry, in the order sent:
-// canonical (as http.Header keys them) and lower case (as HTTP/2 sends
-// them).
-var headerNames = func() [][2]string {
-	var names [][2]string
-	for _, n := range []string{enforce.HeaderLimit, enforce.HeaderRemaining, enforce.HeaderReset, enforce.HeaderPolicy,
-		enforce.HeaderRateLimit, enforce.HeaderRetryAfter, enforce.HeaderDecision} {
-		names = append(names, [2]string{http.CanonicalHeaderKey(n), strings.ToLower(n)})
-	}
-	return names
-}()
-
-// headersOf are the middleware's headers for res, and HeaderDecision when
-// refused.
-func headersOf(res *enforce.Result) []*corev3.HeaderValue {
-	h := make(http.Header, len(headerNames))
-	res.WriteHeaders(h)
-	if !res.Allowed {
-		h.Set(enforce.HeaderDecision, res.Reason().String())
-	}
-	out := make([]*corev3.HeaderValue, 0, len(headerNames))
-	for _, n := range headerNames {
-		if v := h[n[0]]; len(v) > 0 {
-			out = append(out, &corev3.HeaderValue{Key: n[1], Value: v[0]})
-		}
-	}
-	return out
-}
-
-// metadataOf is the decision as dynamic metadata, which Envoy keeps under
-// the namespace envoy.filters.http.ratelimit (for access logs and local
-// reply mappers). In a dry run, dry_run names the refusal it let pass.
-func metadataOf(res *enforce.Result) *structpb.Struct {
-	f := map[string]*structpb.Value{
-		"decision": structpb.NewStringValue(res.Reason().String()),
-		"fallback": structpb.NewBoolValue(res.Decision.Fallback),
-		"tier":     structpb.NewStringValue(res.Tier),
-		"rule":     structpb.NewStringValue(res.Rule),
-	}
-	if res.DryRun != "" {
-		f["dry_run"] = structpb.NewStringValue(res.DryRun)
-	}
-	return &structpb.Struct{Fields: f}
 }
