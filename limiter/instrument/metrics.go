@@ -162,3 +162,12 @@ func (i *instrumented) Decide(ctx context.Context, req limiter.Request) (limiter
 	}
 	return d, err
 }
+
+// CopiesKeys reports whether the store inside copies keys: instrumented
+// keeps none (limiter.KeyCopier).
+func (i *instrumented) CopiesKeys() bool { return copiesKeys(i.s) }
+
+func copiesKeys(s limiter.Store) bool {
+	c, ok := s.(limiter.KeyCopier)
+	return ok && c.CopiesKeys()
+}

@@ -83,3 +83,7 @@ func (ns *nearStore) Decide(ctx context.Context, req limiter.Request) (limiter.D
 	}
 	return d, err
 }
+
+// CopiesKeys reports whether the store inside copies keys: nearStore keeps
+// none (limiter.KeyCopier).
+func (ns *nearStore) CopiesKeys() bool { return copiesKeys(ns.s) }
