@@ -1,11 +1,11 @@
 package bench
 
 import (
-	"fmt"
-	"os"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"

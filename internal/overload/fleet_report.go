@@ -1,8 +1,8 @@
 package overload
 
 import (
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -131,7 +131,6 @@ func capAt(caps []CapSample, at time.Duration) map[string]float64 {
 	}
 	return cur
 }
-
 
 // Line is the fleet's figures in one line, after the report's Headline.
 func (f *FleetReport) Line() string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,6 +48,9 @@ type Tally struct {
 	c   redis.UniversalClient
 	s   TallySettings
 	key string
+
+	mu    sync.Mutex          // guards names
+	names map[string]struct{} // every name this instance published, for Remove
 }
 
 // NewTally returns a tally on c.
@@ -97,9 +101,9 @@ redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[2]))
 return 1
 `)
 
-// tallyReadScript returns the hash's fields and values (HGETALL) less
-// those of the instances whose last publish is older than ARGV[2] ms
-// before ARGV[1] (ms; "" = Redis TIME), and deletes those.
+// tallyReadScript returns the time (ms), then the hash's fields and values
+// (HGETALL) less those of the instances whose last publish is older than
+// ARGV[2] ms before ARGV[1] (ms; "" = Redis TIME), and deletes those.
 var tallyReadScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 if not now then
@@ -115,7 +119,7 @@ for i = 1, #all, 2 do
     stale[string.sub(f, 1, -3)] = true
   end
 end
-local live, gone = {}, {'HDEL', KEYS[1]}
+local live, gone = {string.format('%.0f', now)}, {'HDEL', KEYS[1]}
 for i = 1, #all, 2 do
   local p = string.find(all[i], '\n', 1, true)
   if p and stale[string.sub(all[i], 1, p - 1)] then
@@ -142,6 +146,14 @@ func (t *Tally) Publish(ctx context.Context, counts map[string]float64) error {
 		}
 		args = append(args, name, strconv.FormatFloat(v, 'g', -1, 64))
 	}
+	t.mu.Lock()
+	if t.names == nil {
+		t.names = map[string]struct{}{}
+	}
+	for name := range counts {
+		t.names[name] = struct{}{}
+	}
+	t.mu.Unlock()
 	if err := tallyScript.Run(ctx, t.c, []string{t.key}, args...).Err(); err != nil {
 		return fmt.Errorf("coord: tally: publish: %w", err)
 	}
@@ -152,30 +164,69 @@ func (t *Tally) Publish(ctx context.Context, counts map[string]float64) error {
 // instance ID then name, as last published; it deletes the instances
 // silent for longer than Window.
 func (t *Tally) Read(ctx context.Context) (map[string]map[string]float64, error) {
+	r, err := t.ReadAll(ctx)
+	return r.Counts, err
+}
+
+// TallyReading is what ReadAll returns.
+type TallyReading struct {
+	Counts map[string]map[string]float64 // by instance ID, then name
+	// Age is the time since each instance's last publish (Redis's clock,
+	// or the settings' Now).
+	Age map[string]time.Duration
+}
+
+// ReadAll is Read with the age of each instance's last publish: a reader
+// may leave out the gauges of an instance that has stopped publishing
+// (killed) before Window drops it.
+func (t *Tally) ReadAll(ctx context.Context) (TallyReading, error) {
 	all, err := tallyReadScript.Run(ctx, t.c, []string{t.key}, t.now(), t.s.Window.Milliseconds()).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("coord: tally: read: %w", err)
+		return TallyReading{}, fmt.Errorf("coord: tally: read: %w", err)
 	}
-	if len(all)%2 != 0 {
-		return nil, fmt.Errorf("%w: tally: read: %d fields and values", ErrBadReply, len(all))
+	if len(all)%2 != 1 {
+		return TallyReading{}, fmt.Errorf("%w: tally: read: %d fields and values", ErrBadReply, len(all)-1)
 	}
-	out := make(map[string]map[string]float64)
-	for i := 0; i < len(all); i += 2 {
+	now, err := strconv.ParseInt(all[0], 10, 64)
+	if err != nil {
+		return TallyReading{}, fmt.Errorf("%w: tally: read: time %q", ErrBadReply, all[0])
+	}
+	r := TallyReading{Counts: map[string]map[string]float64{}, Age: map[string]time.Duration{}}
+	for i := 1; i < len(all); i += 2 {
 		f, v := all[i], all[i+1]
 		id, name, ok := strings.Cut(f, "\n")
-		if !ok || name == "@" {
+		if !ok {
 			continue
 		}
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return nil, fmt.Errorf("coord: tally: read %q: %w", f, err)
+			return TallyReading{}, fmt.Errorf("coord: tally: read %q: %w", f, err)
 		}
-		if out[id] == nil {
-			out[id] = make(map[string]float64)
+		if name == "@" {
+			r.Age[id] = time.Duration(now-int64(n)) * time.Millisecond
+			continue
 		}
-		out[id][name] = n
+		if r.Counts[id] == nil {
+			r.Counts[id] = make(map[string]float64)
+		}
+		r.Counts[id][name] = n
 	}
-	return out, nil
+	return r, nil
+}
+
+// Remove deletes this instance's counts from the tally (an instance that
+// stops), so that readers need not wait for Window to drop them.
+func (t *Tally) Remove(ctx context.Context) error {
+	t.mu.Lock()
+	fields := []string{t.s.ID + "\n@"}
+	for name := range t.names {
+		fields = append(fields, t.s.ID+"\n"+name)
+	}
+	t.mu.Unlock()
+	if err := t.c.HDel(ctx, t.key, fields...).Err(); err != nil {
+		return fmt.Errorf("coord: tally: remove %q: %w", t.s.ID, err)
+	}
+	return nil
 }
 
 // now is the publish or read time for the scripts: "" (Redis TIME) unless
