@@ -36,9 +36,10 @@ type Fleet struct {
 	events  []overload.FleetEvent
 	start   time.Time
 	killed  time.Time
-	timers  []*time.Timer
-	closing bool
-	bg      sync.WaitGroup // joins, kills and leaves in progress
+
+	stop     chan struct{} // closed by Close: ends the timeline
+	stopOnce sync.Once
+	bg       sync.WaitGroup // the timeline
 }
 
 // member is one instance of the fleet.
@@ -63,7 +64,8 @@ func StartFleet(ctx context.Context, spec overload.StackSpec, parts Parts) (*Fle
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{spec: spec, parts: parts, rd: rd, ctx: context.WithoutCancel(ctx), cmds: &cmdCounter{n: map[string]int64{}}}
+	f := &Fleet{spec: spec, parts: parts, rd: rd, ctx: context.WithoutCancel(ctx),
+		cmds: &cmdCounter{n: map[string]int64{}}, stop: make(chan struct{})}
 	for i := range spec.Scenario.Instances {
 		if _, err := f.add(spec.Scenario.Split[i]); err != nil {
 			_ = f.Close()
@@ -74,7 +76,7 @@ func StartFleet(ctx context.Context, spec overload.StackSpec, parts Parts) (*Fle
 		_ = f.Close()
 		return nil, err
 	}
-	if err := f.probe.idle(ctx); err != nil {
+	if err := f.probe.idle(ctx, parts.FleetIdle); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
@@ -160,6 +162,9 @@ func (f *Fleet) Pick() string {
 			best = i
 		}
 	}
+	if best < 0 { // none live: the last one's listener refuses
+		return f.members[len(f.members)-1].in.url
+	}
 	f.cur[best] -= total
 	return f.members[best].in.url
 }
@@ -167,43 +172,41 @@ func (f *Fleet) Pick() string {
 // Multipliers are the last published multipliers (the probe's pub/sub).
 func (f *Fleet) Multipliers() map[string]float64 { return f.probe.multipliers() }
 
-// Begin schedules the fleet's events in the overload (the middle third of
-// d): a fifth of the fleet joins at 20 % of it, the leader is killed at
-// 45 %, a fifth leaves at 70 %; and the probe's surge counts at its ends.
+// Begin starts the fleet's timeline in the overload (the middle third of
+// d): the probe's surge count from its start, a fifth of the fleet joins
+// at 20 % of it, the leader is killed at 45 %, a fifth leaves at 70 %, the
+// surge count ends with it. Each event runs to its end before the next:
+// one that is late (a loaded host) delays the next, never reorders it.
 func (f *Fleet) Begin(start time.Time, d time.Duration) {
 	third := d / 3
-	at := func(frac float64) time.Duration {
-		return third + time.Duration(frac*float64(third)) - time.Since(start)
-	}
 	k := int(math.Ceil(fleetShare * float64(f.spec.Scenario.Instances)))
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.start = start
+	f.mu.Unlock()
 	f.probe.begin(start)
-	for _, ev := range []struct {
-		at time.Duration
-		do func()
+	timeline := []struct {
+		frac float64
+		do   func()
 	}{
-		{at(0), f.probe.surgeFrom},
-		{at(0.2), func() { f.join(k) }},
-		{at(0.45), f.killLeader},
-		{at(0.7), func() { f.leave(k) }},
-		{at(1), f.probe.surgeTo},
-	} {
-		f.bg.Add(1)
-		f.timers = append(f.timers, time.AfterFunc(max(ev.at, 0), func() {
-			defer f.bg.Done()
-			if !f.isClosing() {
-				ev.do()
-			}
-		}))
+		{0, f.probe.surgeFrom},
+		{0.2, func() { f.join(k) }},
+		{0.45, f.killLeader},
+		{0.7, func() { f.leave(k) }},
+		{1, f.probe.surgeTo},
 	}
-}
-
-func (f *Fleet) isClosing() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.closing
+	f.bg.Add(1)
+	go func() {
+		defer f.bg.Done()
+		for _, ev := range timeline {
+			at := start.Add(third + time.Duration(ev.frac*float64(third)))
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(time.Until(at)):
+			}
+			ev.do()
+		}
+	}()
 }
 
 // event records what the fleet did now, with the live count after it.
@@ -310,14 +313,7 @@ func (f *Fleet) BackendCounts() overload.BackendCounts {
 // Close stops the events, every instance, the backends and the Redis the
 // fleet started.
 func (f *Fleet) Close() error {
-	f.mu.Lock()
-	f.closing = true
-	for _, t := range f.timers {
-		if t.Stop() {
-			f.bg.Done()
-		}
-	}
-	f.mu.Unlock()
+	f.stopOnce.Do(func() { close(f.stop) })
 	f.bg.Wait()
 	if f.probe != nil {
 		f.probe.close()

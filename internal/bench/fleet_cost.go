@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -41,29 +42,33 @@ func rates(b, a costSnap, n int) (by map[string]float64, total, cpuPct float64) 
 	return by, math.Round(total*100) / 100, math.Round((a.cpu-b.cpu)/secs*1000) / 10
 }
 
-// idleWarmup and idleWindow: the idle traffic is counted over idleWindow
-// after the instances have run idleWarmup (their first beats, polls and
-// lease attempts done).
-const (
-	idleWarmup = 2 * time.Second
-	idleWindow = 4 * time.Second
-)
+// defaultIdle is Parts.FleetIdle's default.
+const defaultIdle = 4 * time.Second
 
-// idle counts the fleet's Redis traffic with no client traffic.
-func (p *fleetProbe) idle(ctx context.Context) error {
-	for _, d := range []time.Duration{idleWarmup, idleWindow} {
-		if d == idleWindow {
-			p.from = p.snap()
+// idle counts the fleet's Redis traffic and the bench's CPU with no client
+// traffic, over window after the instances have run as long (their first
+// beats, polls and lease attempts done); nothing if window < 0.
+func (p *fleetProbe) idle(ctx context.Context, window time.Duration) error {
+	if window < 0 {
+		return nil
+	}
+	window = cmp.Or(window, defaultIdle)
+	var cpu0 time.Duration
+	for i := range 2 {
+		if i == 1 {
+			p.from, cpu0 = p.snap(), overload.CPUTime()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(d):
+		case <-time.After(window):
 		}
 	}
-	by, total, cpu := rates(p.from, p.snap(), p.f.spec.Scenario.Instances)
+	to, cpu1 := p.snap(), overload.CPUTime()
+	by, total, rcpu := rates(p.from, to, p.f.spec.Scenario.Instances)
 	p.mu.Lock()
-	p.cost.IdleByCommand, p.cost.IdleCmdsPerInstance, p.cost.IdleRedisCPUPct = by, total, cpu
+	p.cost.IdleByCommand, p.cost.IdleCmdsPerInstance, p.cost.IdleRedisCPUPct = by, total, rcpu
+	p.cost.IdleBenchCPUCores = math.Round((cpu1-cpu0).Seconds()/to.at.Sub(p.from.at).Seconds()*100) / 100
 	p.mu.Unlock()
 	return nil
 }

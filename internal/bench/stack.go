@@ -31,6 +31,10 @@ type Parts struct {
 	// PerInstance: in the fleet scenario each instance has a backend of
 	// its own of capacity C ÷ N (a sidecar per pod) instead of one shared.
 	PerInstance bool
+	// FleetIdle is how long the fleet scenario counts its Redis traffic
+	// with no clients, after as long again for the instances to settle,
+	// before the run; 0 means 4 s, negative none.
+	FleetIdle time.Duration
 }
 
 // Start is StartStack as an overload.StackFunc.

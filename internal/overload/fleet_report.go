@@ -57,6 +57,7 @@ type FleetCost struct {
 	SurgeCmdsPerInstance float64            `json:"surge_cmds_per_s_per_instance"`
 	IdleByCommand        map[string]float64 `json:"idle_by_command"` // per second per instance
 	IdleRedisCPUPct      float64            `json:"idle_redis_cpu_pct"`
+	IdleBenchCPUCores    float64            `json:"idle_bench_cpu_cores"` // the bench process, idle instances only
 	SurgeRedisCPUPct     float64            `json:"surge_redis_cpu_pct"`
 	CoordKeyBytes        map[string]int64   `json:"coord_key_bytes"` // MEMORY USAGE by key
 }
@@ -148,8 +149,8 @@ func (f *FleetReport) Line() string {
 	}
 	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; "+
 		"propagation p99 %.0f ms (max %.0f, %d publishes, period %.0f ms); caps: %s; fine instances: %s; "+
-		"redis cmds/s/instance idle %.1f surge %.1f, redis CPU idle %.1f%% surge %.1f%%; bench CPU %.2f cores",
+		"redis cmds/s/instance idle %.1f surge %.1f, redis CPU idle %.1f%% surge %.1f%%; bench CPU idle %.2f, run %.2f cores",
 		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS,
 		f.PropagationP99MS, f.PropagationMaxMS, f.Publishes, f.PeriodMS, strings.Join(caps, "; "), fine,
-		f.Cost.IdleCmdsPerInstance, f.Cost.SurgeCmdsPerInstance, f.Cost.IdleRedisCPUPct, f.Cost.SurgeRedisCPUPct, f.CPUCoreShare)
+		f.Cost.IdleCmdsPerInstance, f.Cost.SurgeCmdsPerInstance, f.Cost.IdleRedisCPUPct, f.Cost.SurgeRedisCPUPct, f.Cost.IdleBenchCPUCores, f.CPUCoreShare)
 }
