@@ -88,6 +88,14 @@ func fleetFamilies(fleet coord.TallyReading, fresh time.Duration) []*dto.MetricF
 	return []*dto.MetricFamily{adm, sat}
 }
 
+// tallyPublishTimeout bounds one publish to the tally when the interval is
+// shorter. A publish slower than the interval delays the next tick rather
+// than being cut: go-redis closes a connection whose command outlived its
+// context, so a Redis stalled for a few intervals (a loaded host) would
+// cost a new connection (HELLO, CLIENT SETINFO) every tick of every
+// instance.
+const tallyPublishTimeout = time.Second
+
 // publishAdmitted publishes this instance's readings (localReadings) every
 // interval until ctx ends, then takes them out of the tally (a scale-down:
 // the leader stops reading this instance's saturation at once).
@@ -101,7 +109,7 @@ func publishAdmitted(ctx context.Context, g prometheus.Gatherer, t *coord.Tally,
 	}()
 	for {
 		if counts, err := localReadings(g); err == nil {
-			pctx, cancel := context.WithTimeout(ctx, interval)
+			pctx, cancel := context.WithTimeout(ctx, max(interval, tallyPublishTimeout))
 			_ = t.Publish(pctx, counts) // a failed publish is retried next tick; the leader reads a query error meanwhile
 			cancel()
 		}

@@ -2,10 +2,12 @@ package throttled
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/fakeclock"
 	"github.com/throttledhq/throttled/internal/testenv"
@@ -90,4 +92,46 @@ func TestStoppedInstanceLeavesTheTally(t *testing.T) {
 	if got["leaver"] != nil {
 		t.Errorf("after the leaver stopped the tally still holds %v", got["leaver"])
 	}
+}
+
+// A Redis that stalls for longer than the publish interval (a loaded host,
+// a slow command) costs the tally publisher no connection: before, each
+// publish was bounded by the interval, and go-redis closes a connection
+// whose command outlived its context, so every tick of a 300 ms stall
+// dialed anew (HELLO, CLIENT SETINFO: the "hello" and "client" commands a
+// 30-instance fleet sent at 2.8/s per instance on a loaded host).
+func TestTallyPublisherKeepsItsConnectionThroughAStall(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.DeadlineClient(0)
+	tl, err := coord.NewTally(c, coord.TallySettings{ID: "slow", Prefix: "fleet5:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- publishAdmitted(ctx, reg, tl, 20*time.Millisecond) }()
+	info := r.Client()
+	testenv.WaitFor(t, 10*time.Second, "the first publish", func() bool {
+		return info.HLen(context.Background(), tl.Key()).Val() > 0
+	})
+	before := connections(t, info)
+	r.Pause()
+	time.Sleep(300 * time.Millisecond)
+	r.Resume()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	<-done
+	if n := connections(t, info) - before; n > 1 {
+		t.Errorf("the publisher opened %d connections through a 300 ms stall (20 ms interval), want at most 1", n)
+	}
+}
+
+func connections(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	n, err := strconv.Atoi(testenv.Info(t, c, "stats")["total_connections_received"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
