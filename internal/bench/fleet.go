@@ -172,6 +172,29 @@ func (f *Fleet) Pick() string {
 // Multipliers are the last published multipliers (the probe's pub/sub).
 func (f *Fleet) Multipliers() map[string]float64 { return f.probe.multipliers() }
 
+// step is something the fleet does at a time.
+type step struct {
+	at time.Time
+	do func()
+}
+
+// timeline runs steps in order, each at its time or as soon as the one
+// before it has returned, until Close.
+func (f *Fleet) timeline(steps ...step) {
+	f.bg.Add(1)
+	go func() {
+		defer f.bg.Done()
+		for _, s := range steps {
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(time.Until(s.at)):
+			}
+			s.do()
+		}
+	}()
+}
+
 // Begin starts the fleet's timeline in the overload (the middle third of
 // d): the probe's surge count from its start, a fifth of the fleet joins
 // at 20 % of it, the leader is killed at 45 %, a fifth leaves at 70 %, the
@@ -184,29 +207,10 @@ func (f *Fleet) Begin(start time.Time, d time.Duration) {
 	f.start = start
 	f.mu.Unlock()
 	f.probe.begin(start)
-	timeline := []struct {
-		frac float64
-		do   func()
-	}{
-		{0, f.probe.surgeFrom},
-		{0.2, func() { f.join(k) }},
-		{0.45, f.killLeader},
-		{0.7, func() { f.leave(k) }},
-		{1, f.probe.surgeTo},
-	}
-	f.bg.Add(1)
-	go func() {
-		defer f.bg.Done()
-		for _, ev := range timeline {
-			at := start.Add(third + time.Duration(ev.frac*float64(third)))
-			select {
-			case <-f.stop:
-				return
-			case <-time.After(time.Until(at)):
-			}
-			ev.do()
-		}
-	}()
+	at := func(frac float64) time.Time { return start.Add(third + time.Duration(frac*float64(third))) }
+	// The probe's counts keep their times whatever the events' delays.
+	f.timeline(step{at(0), f.probe.surgeFrom}, step{at(1), f.probe.surgeTo})
+	f.timeline(step{at(0.2), func() { f.join(k) }}, step{at(0.45), f.killLeader}, step{at(0.7), func() { f.leave(k) }})
 }
 
 // event records what the fleet did now, with the live count after it.
