@@ -37,14 +37,14 @@ col() { for f in "$out"/fleet-n"$1"-"$2"-*.json; do [ -s "$f" ] && jq -r "$3" "$
 if [[ " $tables " == *" targets "* ]]; then
   for r in $(seq 1 "$runs"); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
   echo
-  echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed % | bench CPU cores |"
+  echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for n in $ns; do for b in $backends; do
     echo "| $n | $b | $(col "$n" "$b" .phases.overload.premium_admitted_pct) | $(col "$n" "$b" .phases.overload.goodput_ratio) \
 | $(col "$n" "$b" .lowest_goodput_ratio) | $(col "$n" "$b" .recovery_s) | $(col "$n" "$b" .flips_per_min) \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .within_10pct] | first // 0)') / $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .seconds] | first // 0)') \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .median_ratio] | first // "-")') \
-| $(col "$n" "$b" .fleet.propagation_p99_ms) | $(col "$n" "$b" .fleet.leader_gap_s) | $(col "$n" "$b" .fleet.fine_shed_pct) \
+| $(col "$n" "$b" .fleet.propagation_p99_ms) | $(col "$n" "$b" .fleet.leader_gap_s) | $(col "$n" "$b" .fleet.fine_shed_pct) / $(col "$n" "$b" .fleet.fine_gated_pct) \
 | $(col "$n" "$b" .fleet.cpu_core_share) |"
   done; done
 fi

@@ -74,7 +74,7 @@ func (p *fleetProbe) idle(ctx context.Context, window time.Duration) error {
 }
 
 // shedSnap is one instance's requests so far and its backend's 503s.
-type shedSnap struct{ sent, shed, over float64 }
+type shedSnap struct{ sent, shed, gated, over float64 }
 
 func (p *fleetProbe) sheds() map[*member]shedSnap {
 	p.f.mu.Lock()
@@ -92,8 +92,12 @@ func (p *fleetProbe) sheds() map[*member]shedSnap {
 				v := x.GetCounter().GetValue()
 				s.sent += v
 				for _, l := range x.GetLabel() {
-					if l.GetName() == "reason" && (l.GetValue() == "shed" || l.GetValue() == "tier_cap" || l.GetValue() == "concurrency") {
+					switch {
+					case l.GetName() != "reason":
+					case l.GetValue() == "shed" || l.GetValue() == "tier_cap":
 						s.shed += v
+					case l.GetValue() == "concurrency":
+						s.gated += v
 					}
 				}
 			}
@@ -136,6 +140,7 @@ func (p *fleetProbe) surgeTo() {
 		p.fine[0]++
 		p.fineReq[0] += s.shed - s0.shed
 		p.fineReq[1] += s.sent - s0.sent
+		p.fineReq[2] += s.gated - s0.gated
 	}
 }
 
@@ -174,13 +179,14 @@ func (p *fleetProbe) report(rep *overload.Report) *overload.FleetReport {
 	f.mu.Unlock()
 	fr := &overload.FleetReport{Instances: f.spec.Scenario.Instances, Backend: "shared", Redis: "single",
 		Skew:   math.Round(slices.Max(f.spec.Scenario.Split)/overload.MedianShare(f.spec.Scenario.Split)*10) / 10,
-		Events: events, LeaderGapS: -1, Publishes: len(p.prop), PeriodMS: 1000, Cost: p.cost, FineShedPct: -1,
+		Events: events, LeaderGapS: -1, Publishes: len(p.prop), PeriodMS: 1000, Cost: p.cost, FineShedPct: -1, FineGatedPct: -1,
 		CPUCoreShare: math.Round(rep.CPUSeconds/float64(len(rep.Rows))*100) / 100}
 	if f.parts.PerInstance {
 		fr.Backend = "per-instance"
 		fr.FineInst, fr.HotInst = p.fine[0], p.fine[1]
 		if p.fineReq[1] > 0 {
 			fr.FineShedPct = math.Round(100*p.fineReq[0]/p.fineReq[1]*100) / 100
+			fr.FineGatedPct = math.Round(100*p.fineReq[2]/p.fineReq[1]*100) / 100
 		}
 	}
 	if f.rd.url == "" {

@@ -38,8 +38,8 @@ type fleetProbe struct {
 	cost    overload.FleetCost
 	from    costSnap
 	shed0   map[*member]shedSnap
-	fine    [3]int // fine instances, hot instances; fine-shed and fine-sent in fineReq
-	fineReq [2]float64
+	fine    [2]int     // instances whose backend stayed fine, and hot ones
+	fineReq [3]float64 // the fine ones' requests: shed by the multipliers or caps, all, gated
 }
 
 // multMessage is the multipliers' pub/sub message (coord's).

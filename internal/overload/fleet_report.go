@@ -30,8 +30,10 @@ type FleetReport struct {
 	// FineShedPct, per-instance backends only: of the requests sent in the
 	// overload to instances whose own backend stayed fine (its backend answered
 	// no 503 and its 2xx p99 stayed within the target), the percentage
-	// throttled shed (shed, capped or gated); -1 when not measured.
-	FineShedPct float64 `json:"fine_shed_pct"`
+	// throttled shed by the fleet's multipliers or tier caps, and by the
+	// instance's own inner loop (gated); -1 when not measured.
+	FineShedPct  float64 `json:"fine_shed_pct"`
+	FineGatedPct float64 `json:"fine_gated_pct"`
 	FineInst    int     `json:"fine_instances"`
 	HotInst     int     `json:"hot_instances"`
 	// Cost is the Redis traffic of the fleet.
@@ -145,7 +147,8 @@ func (f *FleetReport) Line() string {
 	}
 	fine := "n/a"
 	if f.FineShedPct >= 0 {
-		fine = fmt.Sprintf("%.1f%% of %d fine instances' requests shed (%d hot)", f.FineShedPct, f.FineInst, f.HotInst)
+		fine = fmt.Sprintf("%.1f%% of %d fine instances' requests shed by the fleet, %.1f%% gated (%d hot)",
+			f.FineShedPct, f.FineInst, f.FineGatedPct, f.HotInst)
 	}
 	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; "+
 		"propagation p99 %.0f ms (max %.0f, %d publishes, period %.0f ms); caps: %s; fine instances: %s; "+
