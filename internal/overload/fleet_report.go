@@ -34,8 +34,8 @@ type FleetReport struct {
 	// instance's own inner loop (gated); -1 when not measured.
 	FineShedPct  float64 `json:"fine_shed_pct"`
 	FineGatedPct float64 `json:"fine_gated_pct"`
-	FineInst    int     `json:"fine_instances"`
-	HotInst     int     `json:"hot_instances"`
+	FineInst     int     `json:"fine_instances"`
+	HotInst      int     `json:"hot_instances"`
 	// Cost is the Redis traffic of the fleet.
 	Cost FleetCost `json:"cost"`
 	// CPUCoreShare is the bench process's CPU seconds per wall second over
