@@ -12,7 +12,7 @@ const FleetInstances = 10
 
 // FleetSkew is how many times the median instance's share the busiest
 // instance of a fleet gets from the uneven load balancer.
-const FleetSkew = 5
+const FleetSkew = 5.0
 
 // fleet is the surge through FleetInstances instances behind an uneven
 // load balancer (FleetSplit). The stack makes the fleet's own events:
@@ -27,9 +27,13 @@ func fleet(c float64) Scenario {
 // instance 0 gets FleetSkew times the median share; the others' shares
 // fall geometrically from twice the median to half of it, so the median is
 // the middle one's. The shares sum to 1; the same n gives the same shares.
+// Two instances (whose median is their mean) split FleetSkew to 1.
 func FleetSplit(n int) []float64 {
-	if n <= 1 {
+	switch {
+	case n <= 1:
 		return []float64{1}
+	case n == 2:
+		return []float64{FleetSkew / (FleetSkew + 1), 1 / (FleetSkew + 1)}
 	}
 	w := make([]float64, n)
 	w[0] = math.Inf(1) // the largest: the median is the others'
