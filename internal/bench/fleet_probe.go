@@ -72,9 +72,6 @@ func (p *fleetProbe) listen() {
 			continue
 		}
 		at := time.UnixMilli(mm.At)
-		if os.Getenv("FLEET_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "%.1f %s\n", time.Since(p.start).Seconds(), msg.Payload)
-		}
 		p.mu.Lock()
 		p.last = mm.Tiers
 		if !p.start.IsZero() {
