@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
