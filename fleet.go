@@ -31,11 +31,17 @@ const (
 
 // fleetGatherer is the local registry with the admitted counter's and the
 // saturation gauge's series replaced by every live instance's, labelled
-// instance="<id>".
+// instance="<id>". A saturation is the fleet's only from an instance that
+// published within fresh (0: any in the tally): a killed instance's last
+// reading, taken in the overload, would keep the fleet overloaded for the
+// tally's whole window. Its frozen admitted counter stays, as it adds
+// nothing to a rate (a series that went and came back would add its whole
+// count).
 type fleetGatherer struct {
 	local   prometheus.Gatherer
 	tally   *coord.Tally
 	timeout time.Duration
+	fresh   time.Duration
 }
 
 // Gather implements prometheus.Gatherer. When the tally cannot be read the
@@ -45,7 +51,7 @@ func (f fleetGatherer) Gather() ([]*dto.MetricFamily, error) {
 	mfs, err := f.local.Gather()
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
-	fleet, ferr := f.tally.Read(ctx)
+	fleet, ferr := f.tally.ReadAll(ctx)
 	out := mfs[:0:0]
 	for _, mf := range mfs {
 		if n := mf.GetName(); n != signals.DefaultAdmittedCounter && n != controller.SaturationMetric {
@@ -55,22 +61,22 @@ func (f fleetGatherer) Gather() ([]*dto.MetricFamily, error) {
 	if ferr != nil {
 		return out, errors.Join(err, ferr)
 	}
-	return append(out, fleetFamilies(fleet)...), err
+	return append(out, fleetFamilies(fleet, f.fresh)...), err
 }
 
-// fleetFamilies are the admitted counter and the saturation gauge of every
-// instance in the tally.
-func fleetFamilies(fleet map[string]map[string]float64) []*dto.MetricFamily {
+// fleetFamilies are the admitted counter of every instance in the tally and
+// the saturation gauge of those that published within fresh (0: every one).
+func fleetFamilies(fleet coord.TallyReading, fresh time.Duration) []*dto.MetricFamily {
 	adm := &dto.MetricFamily{Name: strPtr(signals.DefaultAdmittedCounter), Type: dto.MetricType_COUNTER.Enum()}
 	sat := &dto.MetricFamily{Name: strPtr(controller.SaturationMetric), Type: dto.MetricType_GAUGE.Enum()}
-	for id, values := range fleet {
+	for id, values := range fleet.Counts {
 		for name, v := range values {
 			if tier, ok := strings.CutPrefix(name, admittedPrefix); ok {
 				adm.Metric = append(adm.Metric, &dto.Metric{
 					Label:   []*dto.LabelPair{label("decision", "allowed"), label("instance", id), label("tier", tier)},
 					Counter: &dto.Counter{Value: floatPtr(v)},
 				})
-			} else if name == saturationName {
+			} else if name == saturationName && (fresh == 0 || fleet.Age[id] <= fresh) {
 				sat.Metric = append(sat.Metric, &dto.Metric{Label: []*dto.LabelPair{label("instance", id)},
 					Gauge: &dto.Gauge{Value: floatPtr(v)}})
 			}
@@ -82,14 +88,28 @@ func fleetFamilies(fleet map[string]map[string]float64) []*dto.MetricFamily {
 	return []*dto.MetricFamily{adm, sat}
 }
 
+// tallyPublishTimeout bounds one publish to the tally when the interval is
+// shorter. A publish slower than the interval delays the next tick rather
+// than being cut: go-redis closes a connection whose command outlived its
+// context, so a Redis stalled for a few intervals (a loaded host) would
+// cost a new connection (HELLO, CLIENT SETINFO) every tick of every
+// instance.
+const tallyPublishTimeout = time.Second
+
 // publishAdmitted publishes this instance's readings (localReadings) every
-// interval until ctx ends.
+// interval until ctx ends, then takes them out of the tally (a scale-down:
+// the leader stops reading this instance's saturation at once).
 func publishAdmitted(ctx context.Context, g prometheus.Gatherer, t *coord.Tally, interval time.Duration) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = t.Remove(rctx) // if Redis is down, the tally's window drops them
+	}()
 	for {
 		if counts, err := localReadings(g); err == nil {
-			pctx, cancel := context.WithTimeout(ctx, interval)
+			pctx, cancel := context.WithTimeout(ctx, max(interval, tallyPublishTimeout))
 			_ = t.Publish(pctx, counts) // a failed publish is retried next tick; the leader reads a query error meanwhile
 			cancel()
 		}

@@ -232,7 +232,9 @@ func (s *Instance) admittedGatherer() (prometheus.Gatherer, error) {
 	every := max(period/10, 50*time.Millisecond)
 	s.runners = append(s.runners, func(ctx context.Context) error { return publishAdmitted(ctx, s.gather, t, every) })
 	s.log.Info("signals: admitted rates of every instance on the redis", "tally", t.Key())
-	return fleetGatherer{local: s.gather, tally: t, timeout: period / 2}, nil
+	// A saturation is read from the instances that published within five
+	// publishes (at least a second): not from one killed in the overload.
+	return fleetGatherer{local: s.gather, tally: t, timeout: period / 2, fresh: max(time.Second, 5*every)}, nil
 }
 
 // buildPipeline makes the stages every front runs after the enforcer's

@@ -22,7 +22,7 @@ import (
 func benchOverload(args []string, w io.Writer) error {
 	fs := newFlagSet("bench overload", "", "an overload scenario against a backend of capacity C, per mode (controller, static, off, all)")
 	fs.SetOutput(w)
-	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown or instances")
+	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown, instances or fleet")
 	dur := fs.Duration("duration", 30*time.Second, "length of the run (thirds: before, overload, after)")
 	modes := fs.String("mode", "controller", "controller, static, off or all")
 	target := fs.Duration("target", 250*time.Millisecond, "latency target of 2xx answers")
@@ -32,7 +32,9 @@ func benchOverload(args []string, w io.Writer) error {
 	fs.StringVar(&parts.RedisURL, "redis-url", "", "use this Redis instead of the in-memory store (required for --instances > 1)")
 	fs.StringVar(&parts.PrometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
 	fs.StringVar(&parts.AdminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
-	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
+	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's; fleet: up to 30)")
+	backend := fs.String("backend", "shared", "fleet: shared (one backend of capacity C behind every instance) or per-instance (each its own, of capacity C ÷ N)")
+	fs.BoolVar(&parts.RedisCluster, "redis-cluster", false, "fleet: run on a 3-master Redis Cluster the bench starts")
 	rows := fs.Bool("rows", false, "also print every second's table (the demo's) on stderr")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
@@ -56,11 +58,8 @@ func benchOverload(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *instances < 0 || *instances > 16 {
-		return fmt.Errorf("bench overload: --instances %d must be in 0..16", *instances)
-	}
-	if *instances > 0 {
-		sc.Instances = *instances
+	if err := fleetFlags(&sc, &parts, *instances, *backend); err != nil {
+		return err
 	}
 	base := overload.RunSettings{Duration: *dur, Target: *target, Front: fr, Backend: bs, Stack: parts.Start}
 	return overloadRuns(w, sc, ms, base, *asJSON, *rows)
@@ -100,5 +99,33 @@ func writeOverloadReport(w io.Writer, rep overload.Report, asJSON bool) error {
 		return json.NewEncoder(w).Encode(rep)
 	}
 	_, err := fmt.Fprintln(w, rep.Headline())
+	if err == nil && rep.Fleet != nil {
+		_, err = fmt.Fprintln(w, rep.Fleet.Line())
+	}
 	return err
+}
+
+// fleetFlags applies --instances, --backend and --redis-cluster to sc and
+// parts: the fleet scenario takes up to 30 instances, split by its uneven
+// balancer, the others up to 16.
+func fleetFlags(sc *overload.Scenario, parts *bench.Parts, instances int, backend string) error {
+	fleet := sc.Name == "fleet"
+	limit := map[bool]int{false: 16, true: 30}[fleet]
+	if instances < 0 || instances > limit {
+		return fmt.Errorf("bench overload: --instances %d must be in 0..%d for --scenario %s", instances, limit, sc.Name)
+	}
+	if instances > 0 {
+		sc.Instances = instances
+		if fleet {
+			sc.Split = overload.FleetSplit(instances)
+		}
+	}
+	switch {
+	case backend != "shared" && backend != "per-instance":
+		return fmt.Errorf("bench overload: --backend %q: want shared or per-instance", backend)
+	case !fleet && (backend != "shared" || parts.RedisCluster):
+		return fmt.Errorf("bench overload: --backend and --redis-cluster are for --scenario fleet")
+	}
+	parts.PerInstance = backend == "per-instance"
+	return nil
 }

@@ -26,6 +26,11 @@ func TestBenchOverloadArguments(t *testing.T) {
 		{[]string{"--instances", "99"}, "--instances 99"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--scenario", "instances", "--duration", "3s"}, "--redis-url"},
+		{[]string{"--scenario", "fleet", "--instances", "31"}, "--instances 31"},
+		{[]string{"--scenario", "fleet", "--backend", "sidecar"}, `--backend "sidecar"`},
+		{[]string{"--scenario", "surge", "--backend", "per-instance"}, "--scenario fleet"},
+		{[]string{"--scenario", "surge", "--redis-cluster"}, "--scenario fleet"},
+		{[]string{"--scenario", "fleet", "--redis-cluster", "--redis-url", "redis://127.0.0.1:1"}, "--redis-url"},
 	} {
 		var out bytes.Buffer
 		err := benchCmd(append([]string{"overload"}, tc.args...), &out)

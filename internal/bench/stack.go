@@ -25,10 +25,23 @@ type Parts struct {
 	RedisURL      string // "": in-memory store (one instance only)
 	PrometheusURL string // "": in-process signals
 	AdminListen   string // "": a free loopback port per instance
+	// RedisCluster: the fleet scenario starts a 3-master Redis Cluster of
+	// its own (RedisURL must be empty).
+	RedisCluster bool
+	// PerInstance: in the fleet scenario each instance has a backend of
+	// its own of capacity C ÷ N (a sidecar per pod) instead of one shared.
+	PerInstance bool
+	// FleetIdle is how long the fleet scenario counts its Redis traffic
+	// with no clients, after as long again for the instances to settle,
+	// before the run; 0 means 4 s, negative none.
+	FleetIdle time.Duration
 }
 
 // Start is StartStack as an overload.StackFunc.
 func (p Parts) Start(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
+	if spec.Scenario.Name == "fleet" {
+		return StartFleet(ctx, spec, p)
+	}
 	st, err := StartStack(ctx, spec, p)
 	if err != nil {
 		return nil, err
@@ -76,7 +89,7 @@ func StartStack(ctx context.Context, spec overload.StackSpec, parts Parts) (*Sta
 			_ = st.Close()
 			return nil, fmt.Errorf("bench overload: instance %d: config: %w", i, err)
 		}
-		in, err := startInstance(context.WithoutCancel(ctx), cfg, spec)
+		in, err := startInstance(context.WithoutCancel(ctx), cfg, spec, throttled.Options{Logger: quietLog})
 		if err != nil {
 			_ = st.Close()
 			return nil, fmt.Errorf("bench overload: instance %d: %w", i, err)
@@ -101,8 +114,8 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // startInstance builds a throttled from cfg, binds its admin listener and
 // its front (cfg.Listen), serves both and runs its loops until close.
-func startInstance(ctx context.Context, cfg *config.Config, spec overload.StackSpec) (*instance, error) {
-	t, err := throttled.New(ctx, cfg, throttled.Options{Logger: quietLog})
+func startInstance(ctx context.Context, cfg *config.Config, spec overload.StackSpec, o throttled.Options) (*instance, error) {
+	t, err := throttled.New(ctx, cfg, o)
 	if err != nil {
 		return nil, err
 	}

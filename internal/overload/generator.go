@@ -23,6 +23,7 @@ type generator struct {
 	start    time.Time
 	jitter   float64
 	max      int64
+	pick     func() string // a Fleet's balancer; nil: split over urls
 	inflight atomic.Int64
 	wg       sync.WaitGroup // requests in flight
 }
@@ -98,7 +99,13 @@ func (g *generator) drive(ctx context.Context, i int, l Load) {
 		} else if ctx.Err() != nil {
 			return
 		}
-		g.send(int(sl.due/time.Second), l.Name, g.urls[pick.next()], sl.key)
+		url := ""
+		if g.pick != nil {
+			url = g.pick()
+		} else {
+			url = g.urls[pick.next()]
+		}
+		g.send(int(sl.due/time.Second), l.Name, url, sl.key)
 	}
 }
 

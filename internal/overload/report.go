@@ -34,6 +34,8 @@ type Report struct {
 	// CPUSeconds is this process's user and system CPU over the run
 	// (backend, clients and an in-process stack together).
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// Fleet holds a Fleet stack's own figures (the fleet scenario).
+	Fleet *FleetReport `json:"fleet,omitempty"`
 
 	// Rows are the run's seconds; Totals sums them by load name.
 	Rows   []Row             `json:"-"`

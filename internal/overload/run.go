@@ -131,8 +131,13 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	col := newCollector(sc, lay, rs.Target)
 	pr := &probe{}
 	gen := newGenerator(st.URLs(), sc.Split, col, lay, rs)
+	fl, _ := st.(Fleet)
 	cpu0 := CPUTime()
 	gen.start = time.Now()
+	if fl != nil {
+		gen.pick = fl.Pick
+		fl.Begin(gen.start, time.Duration(lay.seconds)*time.Second)
+	}
 	runCtx, stop := context.WithTimeout(ctx, time.Duration(lay.seconds)*time.Second)
 	defer stop()
 	go slowdown(runCtx, b, sc, lay, gen.start)
@@ -159,10 +164,16 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	rep := summarize(sc, rs.Mode, rs.Target, lay, col.rows[:kept], pr.all())
 	rep.Front = rs.Front.String()
 	rep.CPUSeconds = round((CPUTime() - cpu0).Seconds(), 2)
+	counts := b.Counts()
+	if fl != nil {
+		rep.Fleet = fl.FleetReport(&rep)
+		own := fl.BackendCounts()
+		counts.OK, counts.Overloaded, counts.Abandoned = counts.OK+own.OK, counts.Overloaded+own.Overloaded, counts.Abandoned+own.Abandoned
+	}
 	if early != nil {
 		return rep, fmt.Errorf("overload: run ended early: %w", early)
 	}
-	return rep, Reconcile(rep.Totals, b.Counts())
+	return rep, Reconcile(rep.Totals, counts)
 }
 
 // watch samples the multipliers and hands out finished rows every 100 ms

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func TestTallySharesCountsOfLiveInstances(t *testing.T) {
 			t.Fatalf("t%d (t0+%v, %s published): read %v, want %v", i, tc.at, tc.who, got, tc.want)
 		}
 	}
+	if n := c.HLen(ctx, tallies["a"].Key()).Val(); n != 3 {
+		t.Errorf("tally hash holds %d fields after the read at t5, want a's 3 (b's deleted)", n)
+	}
 	if ttl := c.PTTL(ctx, tallies["a"].Key()).Val(); ttl <= 0 || ttl > 6*time.Second {
 		t.Errorf("tally hash TTL %v, want two windows at most", ttl)
 	}
@@ -79,5 +83,53 @@ func TestTallyRefusesBadInput(t *testing.T) {
 		if !errors.Is(err, coord.ErrInvalid) || !strings.Contains(err.Error(), "counter name") {
 			t.Errorf("Publish(%q): err = %v, want ErrInvalid naming the counter", name, err)
 		}
+	}
+}
+
+// A publish costs Redis the same whatever the fleet's size: with 300
+// instances in the tally, one more publish runs no command that walks the
+// hash (HGETALL, HKEYS, HSCAN…) and only a handful of commands in all.
+// Every instance publishes ten times a controller period, so a publish that
+// walked every instance's fields cost the fleet N² field reads a tick.
+func TestTallyPublishCostIsFlatInTheFleet(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client()
+	ctx := context.Background()
+	counts := map[string]float64{"admitted/free": 1, "admitted/premium": 2, "saturation": 0}
+	for i := range 300 {
+		tl, err := coord.NewTally(c, coord.TallySettings{ID: "i" + strconv.Itoa(i), Prefix: "flat:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.Publish(ctx, counts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl, err := coord.NewTally(c, coord.TallySettings{ID: "last", Prefix: "flat:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Publish(ctx, counts); err != nil {
+		t.Fatal(err)
+	}
+	stats := testenv.Info(t, c, "commandstats")
+	inner := 0
+	for name, v := range stats {
+		cmd := strings.TrimPrefix(name, "cmdstat_")
+		if cmd == "evalsha" || cmd == "eval" || strings.HasPrefix(cmd, "config") || cmd == "info" || cmd == "script" {
+			continue
+		}
+		calls, _ := strconv.Atoi(strings.TrimPrefix(strings.Split(v, ",")[0], "calls="))
+		inner += calls
+		switch cmd {
+		case "hgetall", "hkeys", "hvals", "hscan", "scan", "keys":
+			t.Errorf("one publish among 300 instances ran %s (%s): its cost grows with the fleet", cmd, v)
+		}
+	}
+	if inner > 4 {
+		t.Errorf("one publish ran %d commands inside its script (%v), want at most 4", inner, stats)
 	}
 }
