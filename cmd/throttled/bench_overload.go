@@ -31,11 +31,15 @@ func benchOverload(args []string, w io.Writer) error {
 	var parts bench.Parts
 	fs.StringVar(&parts.RedisURL, "redis-url", "", "use this Redis instead of the in-memory store (required for --instances > 1)")
 	fs.StringVar(&parts.PrometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
+	fs.BoolVar(&parts.Prometheus, "prometheus", false, "read signals through a prometheus the bench starts (free port, temp dir, scraping every instance each second) and stops after")
 	fs.StringVar(&parts.AdminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's)")
 	rows := fs.Bool("rows", false, "also print every second's table (the demo's) on stderr")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
+	}
+	if parts.Prometheus && parts.PrometheusURL != "" {
+		return errors.New("bench overload: give --prometheus (start one) or --prometheus-url (use this one), not both")
 	}
 	if *dur < 3*time.Second || *dur > 24*time.Hour {
 		return fmt.Errorf("bench overload: --duration %v must be in 3s..24h", *dur)

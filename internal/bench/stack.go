@@ -25,10 +25,16 @@ type Parts struct {
 	RedisURL      string // "": in-memory store (one instance only)
 	PrometheusURL string // "": in-process signals
 	AdminListen   string // "": a free loopback port per instance
+	// Prometheus, without a PrometheusURL, starts a prometheus of the
+	// bench's own scraping every instance each second (see prom.go).
+	Prometheus bool
 }
 
 // Start is StartStack as an overload.StackFunc.
 func (p Parts) Start(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
+	if p.Prometheus && p.PrometheusURL == "" {
+		return p.startWithPrometheus(ctx, spec)
+	}
 	st, err := StartStack(ctx, spec, p)
 	if err != nil {
 		return nil, err
