@@ -23,6 +23,17 @@ func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused .
 	return signalSource{src: src, targets: targets, refused: refused}
 }
 
+// FromLayered is FromSignals over two sources: slow reads through windows
+// (a Prometheus), fresh is the instance's own over the last period (the
+// in-process source of its registry). slow's signals become Input.Signals,
+// fresh's Input.Fresh, which the law prefers while one is usable (see
+// [Law.Step]). The admitted rates are fresh's when valid (a period's
+// window, not a lagging one), else slow's. Both are read at once.
+func FromLayered(slow, fresh signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
+	return layeredSource{slow: signalSource{src: slow, targets: targets, refused: refused},
+		fresh: signalSource{src: fresh, targets: targets, refused: refused}}
+}
+
 type signalSource struct {
 	src     signals.Source
 	targets map[signals.Kind]float64
@@ -46,6 +57,21 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 	}
 	if sig.Admitted.Valid {
 		in.Admitted = maps.Clone(sig.Admitted.ByTier)
+	}
+	return in, nil
+}
+
+type layeredSource struct{ slow, fresh signalSource }
+
+func (s layeredSource) Read(ctx context.Context) (Input, error) {
+	var fresh Input
+	done := make(chan struct{})
+	go func() { defer close(done); fresh, _ = s.fresh.Read(ctx) }()
+	in, _ := s.slow.Read(ctx)
+	<-done
+	in.Fresh = fresh.Signals
+	if fresh.Admitted != nil {
+		in.Admitted = fresh.Admitted
 	}
 	return in, nil
 }
