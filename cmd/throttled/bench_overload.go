@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 func benchOverload(args []string, w io.Writer) error {
 	fs := newFlagSet("bench overload", "", "an overload scenario against a backend of capacity C, per mode (controller, static, off, all)")
 	fs.SetOutput(w)
-	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown or instances")
+	scenario := fs.String("scenario", "surge", "one of "+strings.Join(overload.Names(), ", "))
 	dur := fs.Duration("duration", 30*time.Second, "length of the run (thirds: before, overload, after)")
 	modes := fs.String("mode", "controller", "controller, static, off or all")
 	target := fs.Duration("target", 250*time.Millisecond, "latency target of 2xx answers")

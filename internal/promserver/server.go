@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/throttledhq/throttled/internal/childproc"
 )
 
 // Errors.
@@ -149,7 +150,7 @@ func (p *Server) launch(s Settings, targets []string) error {
 	if err != nil {
 		return err
 	}
-	p.cmd = ChildCommand(s.Binary, "--config.file="+cfg,
+	p.cmd = childproc.Command(s.Binary, "--config.file="+cfg,
 		"--storage.tsdb.path="+filepath.Join(p.dir, "data"), "--web.listen-address="+p.addr)
 	p.cmd.Dir, p.cmd.Stdout, p.cmd.Stderr = p.dir, logf, logf
 	if err := p.cmd.Start(); err != nil {

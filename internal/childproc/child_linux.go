@@ -1,13 +1,13 @@
-package promserver
+package childproc
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// ChildCommand is exec.Command for a child that must not outlive this
+// Command is exec.Command for a child that must not outlive this
 // process: it is killed when its parent dies, however that happens.
-func ChildCommand(name string, args ...string) *exec.Cmd {
+func Command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
