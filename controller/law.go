@@ -39,6 +39,11 @@ type Input struct {
 	// step's condition (see [Law.Step]); empty when Signals are fresh
 	// themselves (the in-process source).
 	Fresh []Signal
+	// CPUWait is the fraction of this process's runnable time that its
+	// threads spent waiting for a CPU over the last period (a noisy
+	// neighbour, a CPU limit); 0 when unknown. At Settings.StarvedAt or
+	// above the process is starved and the law makes no cut.
+	CPUWait float64
 }
 
 // Action is what a step did to one tier.
@@ -234,7 +239,14 @@ func (l *Law) Init(now time.Time) State {
 //     not: with no reading there is no headroom to size a step by.
 //
 // The signals read are in.Fresh when one of them is usable, else
-// in.Signals (see [Law.judge]).
+// in.Signals (see [Law.judge]). While this process is starved of CPU
+// (in.CPUWait at or above StarvedAt) an overload holds instead of
+// cutting: a starved sidecar measures its own waiting in every latency it
+// reads and in its inner loop's refusals, and a cut sized by its readings
+// (and by admitted rates that collapsed with it) would shed what the
+// backend can serve, premium next once free is at its floor, and hold the
+// caps long after the CPU came back. The inner loop still bounds what
+// reaches the backend meanwhile.
 //
 // A tier's Rate follows its multiplier. A cut sets it to the tier's
 // measured admitted rate (in.Admitted; or the current cap if that is
@@ -255,6 +267,9 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	changed, blind := false, time.Duration(0)
 	switch cond {
 	case ConditionOverloaded:
+		if in.CPUWait >= l.s.StarvedAt {
+			break // starved: the readings measure this process's slowness too
+		}
 		if keep.sig.Name != "" { // else no signal asked to keep less than all: the worst drove it
 			driver = keep.sig
 		}
