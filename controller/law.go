@@ -239,14 +239,8 @@ func (l *Law) Init(now time.Time) State {
 //     not: with no reading there is no headroom to size a step by.
 //
 // The signals read are in.Fresh when one of them is usable, else
-// in.Signals (see [Law.judge]). While this process is starved of CPU
-// (in.CPUWait at or above StarvedAt) an overload holds instead of
-// cutting: a starved sidecar measures its own waiting in every latency it
-// reads and in its inner loop's refusals, and a cut sized by its readings
-// (and by admitted rates that collapsed with it) would shed what the
-// backend can serve, premium next once free is at its floor, and hold the
-// caps long after the CPU came back. The inner loop still bounds what
-// reaches the backend meanwhile.
+// in.Signals (see [Law.judge]). While this process is starved of CPU an
+// overload holds instead of cutting (see [Law.starved]).
 //
 // A tier's Rate follows its multiplier. A cut sets it to the tier's
 // measured admitted rate (in.Admitted; or the current cap if that is
@@ -267,8 +261,8 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	changed, blind := false, time.Duration(0)
 	switch cond {
 	case ConditionOverloaded:
-		if in.CPUWait >= l.s.StarvedAt {
-			break // starved: the readings measure this process's slowness too
+		if l.starved(in) {
+			break
 		}
 		if keep.sig.Name != "" { // else no signal asked to keep less than all: the worst drove it
 			driver = keep.sig

@@ -25,3 +25,13 @@ func (l *Law) judge(in Input, now time.Time) (Condition, float64, reading, Signa
 	}
 	return l.assess(in.Signals, now)
 }
+
+// starved reports whether this process is short of CPU (in.CPUWait at or
+// above StarvedAt); an overload then holds instead of cutting. A starved
+// sidecar measures its own waiting in every latency it reads and in its
+// inner loop's refusals, and a cut sized by its readings (and by admitted
+// rates that collapsed with it) would shed what the backend can serve,
+// premium next once free is at its floor, and hold the caps long after
+// the CPU came back. The inner loop still bounds what reaches the backend
+// meanwhile.
+func (l *Law) starved(in Input) bool { return in.CPUWait >= l.s.StarvedAt }
