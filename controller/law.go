@@ -39,10 +39,11 @@ type Input struct {
 	// step's condition (see [Law.Step]); empty when Signals are fresh
 	// themselves (the in-process source).
 	Fresh []Signal
-	// CPUWait is the fraction of this process's runnable time that its
-	// threads spent waiting for a CPU over the last period (a noisy
-	// neighbour, a CPU limit); 0 when unknown. At Settings.StarvedAt or
-	// above the process is starved and the law makes no cut.
+	// CPUWait is how much more of its runnable time this process's
+	// threads spent waiting for a CPU over the last period than they
+	// usually do (a noisy neighbour that started, a CPU limit that bites):
+	// a fraction, 0 when unknown. At Settings.StarvedAt or above the
+	// process is starved and the law makes no cut.
 	CPUWait float64
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,18 +91,28 @@ func TestStepReleaseDoesNotWaitForTheWindow(t *testing.T) {
 	})
 }
 
-// TestStepHoldsWhileStarved: while this process waits for a CPU as long
-// as it runs, its latency readings measure its own slowness as much as
+// TestStepHoldsWhileStarved: while this process waits for a CPU a quarter
+// of its runnable time more than usual, its latency readings measure its own slowness as much as
 // the backend's: an overload reading cuts nothing, a healthy one still
 // raises, and the cut resumes once the CPU is back.
 func TestStepHoldsWhileStarved(t *testing.T) {
-	law := mustLaw(t, threeTiers()) // StarvedAt 0.5
+	law := mustLaw(t, threeTiers()) // StarvedAt 0.25
 	starved := func(in Input, wait float64) Input { in.CPUWait = wait; return in }
 	ov, h := ConditionOverloaded, ConditionHealthy
 	runSteps(t, law, state(1, 1, 0.5), []step{
-		{0, starved(lagging(2, 2, 0), 0.5), []float64{1, 1, 0.5}, hhh, ov, 0},
+		{0, starved(lagging(2, 2, 0), 0.25), []float64{1, 1, 0.5}, hhh, ov, 0},
 		{10 * s, starved(lagging(9, 9, 10*s), 0.9), []float64{1, 1, 0.5}, hhh, ov, 0},
 		{12 * s, starved(lagging(0.1, 0.1, 12*s), 0.9), []float64{1, 1, 1}, hhi, h, 1},
-		{14 * s, starved(lagging(2, 2, 14*s), 0.49), []float64{1, 1, 0.5}, hhd, ov, 2},
+		{14 * s, starved(lagging(2, 2, 14*s), 0.24), []float64{1, 1, 0.5}, hhd, ov, 2},
 	})
+}
+
+func TestStarvedAtMustBeAFraction(t *testing.T) {
+	for _, v := range []float64{-0.1, 1.5, math.NaN()} {
+		st := threeTiers()
+		st.StarvedAt = v
+		if err := st.Validate(); err == nil || !strings.Contains(err.Error(), "starved_at") {
+			t.Errorf("StarvedAt %v: %v, want an error naming starved_at", v, err)
+		}
+	}
 }

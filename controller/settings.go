@@ -22,7 +22,7 @@ const (
 	DefaultHeadroom    = 0.1
 	DefaultHoldTimeout = 30 * time.Second
 	DefaultProbeAfter  = time.Minute
-	DefaultStarvedAt   = 0.5
+	DefaultStarvedAt   = 0.25
 )
 
 // Tier is what the law needs of a tier: its priority and control
@@ -96,8 +96,8 @@ type Settings struct {
 	Jitter float64
 	// StarvedAt: while Input.CPUWait is at or above it, this process is
 	// short of CPU and the law makes no cut (see [Law.Step]); in (0, 1].
-	// 0 means DefaultStarvedAt: its threads waited for a CPU as long as
-	// they ran.
+	// 0 means DefaultStarvedAt: its threads waited for a CPU a quarter of
+	// their runnable time more than usual.
 	StarvedAt float64
 }
 

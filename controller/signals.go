@@ -21,7 +21,8 @@ import (
 // their Signal says Keep = 1 − s, so a cut sheds just the excess.
 //
 // An in-process source measures this process, so Input.CPUWait then says
-// how short of CPU it is (signals.CPUWait).
+// how much shorter of CPU it is than usual (signals.CPUWait: the fraction
+// less its Usual).
 func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
 	ss := signalSource{src: src, targets: targets, refused: refused}
 	if _, ok := src.(*signals.InProcess); ok {
@@ -36,7 +37,7 @@ func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused .
 // fresh's Input.Fresh, which the law prefers while one is usable (see
 // [Law.Step]). The admitted rates are fresh's when valid (a period's
 // window, not a lagging one), else slow's, and Input.CPUWait is this
-// process's (signals.CPUWait). Both are read at once.
+// process's above its usual (signals.CPUWait). Both are read at once.
 func FromLayered(slow, fresh signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
 	return layeredSource{slow: signalSource{src: slow, targets: targets, refused: refused},
 		fresh: signalSource{src: fresh, targets: targets, refused: refused, cpu: signals.NewCPUWait()}}
@@ -69,7 +70,7 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 	}
 	if s.cpu != nil {
 		if v := s.cpu.Read(); v.Valid {
-			in.CPUWait = v.V
+			in.CPUWait = max(0, v.V-s.cpu.Usual())
 		}
 	}
 	return in, nil

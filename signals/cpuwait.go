@@ -1,6 +1,7 @@
 package signals
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,7 +21,11 @@ type CPUWait struct {
 	read   bool
 	run    time.Duration
 	wait   time.Duration
+	recent []float64 // the last UsualReads valid fractions, oldest first
 }
+
+// UsualReads is how many of the last valid reads Usual looks back over.
+const UsualReads = 60
 
 // NewCPUWait returns a reader of this process's CPU wait.
 func NewCPUWait() *CPUWait { return &CPUWait{sample: schedTimes, now: time.Now} }
@@ -44,5 +49,24 @@ func (c *CPUWait) Read() Value {
 	case dr < 0 || dw < 0 || dr+dw <= 0: // threads that ended took their times along
 		return invalid(NoData, now, nil)
 	}
-	return valid(float64(dw)/float64(dr+dw), now)
+	f := float64(dw) / float64(dr+dw)
+	if len(c.recent) == UsualReads {
+		c.recent = c.recent[1:]
+	}
+	c.recent = append(c.recent, f)
+	return valid(f, now)
+}
+
+// Usual is the least fraction of the last UsualReads valid reads (0 before
+// any): what this process waits on this host anyway. A sidecar on a host
+// that is always busy waits steadily, and its readings and its inner
+// loop's baseline hold that wait; what its readings mistake for the
+// backend's slowness is a wait above the usual.
+func (c *CPUWait) Usual() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.recent) == 0 {
+		return 0
+	}
+	return slices.Min(c.recent)
 }

@@ -32,6 +32,34 @@ func TestCPUWaitIsTheWaitingShare(t *testing.T) {
 			t.Fatalf("read %d: %v (%s), want %v (%s)", k, got, got.Reason, w.v, w.reason)
 		}
 	}
+	if u := c.Usual(); u != 0.5 {
+		t.Fatalf("usual after one valid read of 0.5: %v", u)
+	}
+}
+
+// TestCPUWaitUsualIsTheLeastOfTheLastReads: the usual wait forgets a
+// read UsualReads valid reads later.
+func TestCPUWaitUsualIsTheLeastOfTheLastReads(t *testing.T) {
+	var run, wait time.Duration
+	next := 0.1 // the fraction of the next window
+	c := &CPUWait{now: time.Now, sample: func() (time.Duration, time.Duration, bool) {
+		w := time.Duration(next * 1000)
+		run, wait = run+1000-w, wait+w
+		return run, wait, true
+	}}
+	c.Read() // baseline
+	c.Read() // 0.1
+	next = 0.8
+	for range UsualReads - 1 {
+		c.Read()
+	}
+	if u := c.Usual(); math.Abs(u-0.1) > 1e-9 {
+		t.Fatalf("usual %v with 0.1 among the last %d reads, want 0.1", u, UsualReads)
+	}
+	c.Read()
+	if u := c.Usual(); math.Abs(u-0.8) > 1e-9 {
+		t.Fatalf("usual %v once 0.1 is %d reads old, want 0.8", u, UsualReads+1)
+	}
 }
 
 // TestCPUWaitReadsThisProcess: on Linux the reader sees this process's
