@@ -184,7 +184,17 @@ func (s *Instance) buildController(ctx context.Context) error {
 	if s.cfg.SaturationIsRefused() {
 		refused = append(refused, signals.Saturation)
 	}
-	s.loop, err = controller.NewLoop(law, controller.FromSignals(src, targets, refused...), pub, lease, s.reg, controller.WithLogger(s.redisLogger()))
+	source := controller.FromSignals(src, targets, refused...)
+	if s.cfg.Prometheus.URL != "" && s.innerLoop() {
+		// The instance's own readings of the last period beside the
+		// Prometheus windows: the law prefers them while usable.
+		fresh, err := s.inProcessSource()
+		if err != nil {
+			return err
+		}
+		source = controller.FromLayered(src, fresh, targets, refused...)
+	}
+	s.loop, err = controller.NewLoop(law, source, pub, lease, s.reg, controller.WithLogger(s.redisLogger()))
 	if err != nil {
 		return err
 	}
@@ -204,6 +214,12 @@ func (s *Instance) signalSource() (signals.Source, error) {
 		return src, err
 	}
 	s.log.Info("signals: in-process (no prometheus url configured)", "histogram", admittedLatency)
+	return s.inProcessSource()
+}
+
+// inProcessSource reads this instance's registry (and the fleet's admitted
+// rates through Redis) over each period.
+func (s *Instance) inProcessSource() (signals.Source, error) {
 	in := signals.InProcessSettings{LatencyHistogram: admittedLatency, RequestsCounter: upstreamRequests}
 	if s.innerLoop() {
 		in.SaturationGauge = controller.SaturationMetric

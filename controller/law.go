@@ -32,6 +32,19 @@ type Input struct {
 	// absent, or whose rate is not finite and positive, is unknown: a cut of
 	// it then sets no new rate cap (it still scales one already set).
 	Admitted map[string]float64
+	// Fresh are this instance's own measurements over the last period (its
+	// upstream's latency and errors, its inner loop's refused fraction),
+	// beside Signals read through longer windows (a Prometheus's rate
+	// windows, scraped every interval). When one is usable they decide the
+	// step's condition (see [Law.Step]); empty when Signals are fresh
+	// themselves (the in-process source).
+	Fresh []Signal
+	// CPUWait is how much more of its runnable time this process's
+	// threads spent waiting for a CPU over the last period than they
+	// usually do (a noisy neighbour that started, a CPU limit that bites):
+	// a fraction, 0 when unknown. At Settings.StarvedAt or above the
+	// process is starved and the law makes no cut.
+	CPUWait float64
 }
 
 // Action is what a step did to one tier.
@@ -226,6 +239,10 @@ func (l *Law) Init(now time.Time) State {
 //   - Recovery after HoldTimeout without a usable signal adds α, knee or
 //     not: with no reading there is no headroom to size a step by.
 //
+// The signals read are in.Fresh when one of them is usable, else
+// in.Signals (see [Law.judge]). While this process is starved of CPU an
+// overload holds instead of cutting (see [Law.starved]).
+//
 // A tier's Rate follows its multiplier. A cut sets it to the tier's
 // measured admitted rate (in.Admitted; or the current cap if that is
 // lower or the rate is unknown) times the multiplier's change m'/m, so the
@@ -237,7 +254,7 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
 	l.explainBounds(st, &next, now)
 	next.At = now
-	cond, worst, keep, driver := l.assess(in, now)
+	cond, worst, keep, driver := l.judge(in, now)
 	next.Condition = cond
 	if cond != ConditionNoSignal {
 		next.LastValid = now
@@ -245,6 +262,9 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	changed, blind := false, time.Duration(0)
 	switch cond {
 	case ConditionOverloaded:
+		if l.starved(in) {
+			break
+		}
 		if keep.sig.Name != "" { // else no signal asked to keep less than all: the worst drove it
 			driver = keep.sig
 		}
@@ -339,10 +359,10 @@ type reading struct {
 // assess reads the usable signals: the condition, the worst ratio of a
 // value to its target (−Inf when none is usable; never NaN), the
 // fraction of the load to keep and the signal with the worst ratio.
-func (l *Law) assess(in Input, now time.Time) (Condition, float64, reading, Signal) {
+func (l *Law) assess(sigs []Signal, now time.Time) (Condition, float64, reading, Signal) {
 	usable, over, healthy := false, false, true
 	worst, keep, worstSig := math.Inf(-1), reading{keep: 1}, Signal{}
-	for _, s := range in.Signals {
+	for _, s := range sigs {
 		if !l.Usable(s, now) {
 			continue
 		}

@@ -22,6 +22,7 @@ const (
 	DefaultHeadroom    = 0.1
 	DefaultHoldTimeout = 30 * time.Second
 	DefaultProbeAfter  = time.Minute
+	DefaultStarvedAt   = 0.25
 )
 
 // Tier is what the law needs of a tier: its priority and control
@@ -93,6 +94,11 @@ type Settings struct {
 	// Jitter spreads ticks uniformly over Period × (1 ± Jitter), in (0,
 	// 0.5]. 0 means DefaultJitter.
 	Jitter float64
+	// StarvedAt: while Input.CPUWait is at or above it, this process is
+	// short of CPU and the law makes no cut (see [Law.Step]); in (0, 1].
+	// 0 means DefaultStarvedAt: its threads waited for a CPU a quarter of
+	// their runnable time more than usual.
+	StarvedAt float64
 }
 
 // withDefaults returns s with every zero field replaced by its default.
@@ -114,6 +120,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.SignalStaleAfter == 0 {
 		s.SignalStaleAfter = 3 * s.Period
+	}
+	if s.StarvedAt == 0 {
+		s.StarvedAt = DefaultStarvedAt
 	}
 	if s.Cooldown == 0 && s.Period > 0 && s.Jitter > 0 && s.Jitter < 1 {
 		s.Cooldown = time.Duration(float64(2*s.Period) * (1 - s.Jitter))
@@ -150,6 +159,9 @@ func (s Settings) Validate() error {
 	}
 	if !(d.Headroom > 0 && d.Headroom < 1) {
 		errs = append(errs, invalid("headroom", s.Headroom, "must be in (0, 1)"))
+	}
+	if !(d.StarvedAt > 0 && d.StarvedAt <= 1) {
+		errs = append(errs, invalid("starved_at", s.StarvedAt, "must be in (0, 1]"))
 	}
 	for _, f := range []struct {
 		name string

@@ -19,14 +19,35 @@ import (
 // refused names the kinds whose value is the fraction s of the load that
 // was refused (the inner loop's saturation, throttled_concurrency_saturation):
 // their Signal says Keep = 1 − s, so a cut sheds just the excess.
+//
+// An in-process source measures this process, so Input.CPUWait then says
+// how much shorter of CPU it is than usual (signals.CPUWait: the fraction
+// less its Usual).
 func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
-	return signalSource{src: src, targets: targets, refused: refused}
+	ss := signalSource{src: src, targets: targets, refused: refused}
+	if _, ok := src.(*signals.InProcess); ok {
+		ss.cpu = signals.NewCPUWait()
+	}
+	return ss
+}
+
+// FromLayered is FromSignals over two sources: slow reads through windows
+// (a Prometheus), fresh is the instance's own over the last period (the
+// in-process source of its registry). slow's signals become Input.Signals,
+// fresh's Input.Fresh, which the law prefers while one is usable (see
+// [Law.Step]). The admitted rates are fresh's when valid (a period's
+// window, not a lagging one), else slow's, and Input.CPUWait is this
+// process's above its usual (signals.CPUWait). Both are read at once.
+func FromLayered(slow, fresh signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
+	return layeredSource{slow: signalSource{src: slow, targets: targets, refused: refused},
+		fresh: signalSource{src: fresh, targets: targets, refused: refused, cpu: signals.NewCPUWait()}}
 }
 
 type signalSource struct {
 	src     signals.Source
 	targets map[signals.Kind]float64
 	refused []signals.Kind
+	cpu     *signals.CPUWait // nil: src does not measure this process
 }
 
 func (s signalSource) Read(ctx context.Context) (Input, error) {
@@ -46,6 +67,26 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 	}
 	if sig.Admitted.Valid {
 		in.Admitted = maps.Clone(sig.Admitted.ByTier)
+	}
+	if s.cpu != nil {
+		if v := s.cpu.Read(); v.Valid {
+			in.CPUWait = max(0, v.V-s.cpu.Usual())
+		}
+	}
+	return in, nil
+}
+
+type layeredSource struct{ slow, fresh signalSource }
+
+func (s layeredSource) Read(ctx context.Context) (Input, error) {
+	var fresh Input
+	done := make(chan struct{})
+	go func() { defer close(done); fresh, _ = s.fresh.Read(ctx) }()
+	in, _ := s.slow.Read(ctx)
+	<-done
+	in.Fresh, in.CPUWait = fresh.Signals, fresh.CPUWait
+	if fresh.Admitted != nil {
+		in.Admitted = fresh.Admitted
 	}
 	return in, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 func benchOverload(args []string, w io.Writer) error {
 	fs := newFlagSet("bench overload", "", "an overload scenario against a backend of capacity C, per mode (controller, static, off, all)")
 	fs.SetOutput(w)
-	scenario := fs.String("scenario", "surge", "surge, crowd, slowdown, instances or fleet")
+	scenario := fs.String("scenario", "surge", "one of "+strings.Join(overload.Names(), ", "))
 	dur := fs.Duration("duration", 30*time.Second, "length of the run (thirds: before, overload, after)")
 	modes := fs.String("mode", "controller", "controller, static, off or all")
 	target := fs.Duration("target", 250*time.Millisecond, "latency target of 2xx answers")
@@ -31,6 +32,7 @@ func benchOverload(args []string, w io.Writer) error {
 	var parts bench.Parts
 	fs.StringVar(&parts.RedisURL, "redis-url", "", "use this Redis instead of the in-memory store (required for --instances > 1)")
 	fs.StringVar(&parts.PrometheusURL, "prometheus-url", "", "read signals through this Prometheus (it must scrape the instances' /metrics at --admin-listen)")
+	fs.BoolVar(&parts.Prometheus, "prometheus", false, "read signals through a prometheus the bench starts (free port, temp dir, scraping every instance each second) and stops after")
 	fs.StringVar(&parts.AdminListen, "admin-listen", "", "admin and /metrics of instance 0 (HOST:PORT; instance i: PORT+i); default free ports")
 	instances := fs.Int("instances", 0, "enforcing instances (0: the scenario's; fleet: up to 30)")
 	backend := fs.String("backend", "shared", "fleet: shared (one backend of capacity C behind every instance) or per-instance (each its own, of capacity C ÷ N)")
@@ -38,6 +40,9 @@ func benchOverload(args []string, w io.Writer) error {
 	rows := fs.Bool("rows", false, "also print every second's table (the demo's) on stderr")
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
+	}
+	if parts.Prometheus && parts.PrometheusURL != "" {
+		return errors.New("bench overload: give --prometheus (start one) or --prometheus-url (use this one), not both")
 	}
 	if *dur < 3*time.Second || *dur > 24*time.Hour {
 		return fmt.Errorf("bench overload: --duration %v must be in 3s..24h", *dur)

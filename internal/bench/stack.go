@@ -35,12 +35,21 @@ type Parts struct {
 	// with no clients, after as long again for the instances to settle,
 	// before the run; 0 means 4 s, negative none.
 	FleetIdle time.Duration
+	// Prometheus, without a PrometheusURL, starts a prometheus of the
+	// bench's own scraping every instance each second (see prom.go).
+	Prometheus bool
 }
 
 // Start is StartStack as an overload.StackFunc.
 func (p Parts) Start(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
 	if spec.Scenario.Name == "fleet" {
+		if p.Prometheus {
+			return nil, errors.New("bench overload: --prometheus does not run with --scenario fleet: its instances join and leave during the run; give --prometheus-url of a prometheus that discovers them")
+		}
 		return StartFleet(ctx, spec, p)
+	}
+	if p.Prometheus && p.PrometheusURL == "" {
+		return p.startWithPrometheus(ctx, spec)
 	}
 	st, err := StartStack(ctx, spec, p)
 	if err != nil {

@@ -105,6 +105,9 @@ func Run(ctx context.Context, sc Scenario, rs RunSettings) (Report, error) {
 	if err := sc.validate(); err != nil {
 		return Report{}, err
 	}
+	if err := checkBurn(sc); err != nil {
+		return Report{}, err
+	}
 	b, err := NewBackend(rs.Backend)
 	if err != nil {
 		return Report{}, err
@@ -141,6 +144,7 @@ func run(ctx context.Context, sc Scenario, rs RunSettings, b *Backend, st Stack)
 	runCtx, stop := context.WithTimeout(ctx, time.Duration(lay.seconds)*time.Second)
 	defer stop()
 	go slowdown(runCtx, b, sc, lay, gen.start)
+	go burn(runCtx, sc, lay, gen.start)
 	loopDone := make(chan struct{})
 	go func() { watch(runCtx, gen.start, st, pr, col, rs.OnRow, lay.seconds); close(loopDone) }()
 	drivers := make(chan struct{}, len(sc.Loads))

@@ -50,6 +50,8 @@ type Scenario struct {
 	// ServiceFactor is the backend's service time per phase, relative to
 	// its nominal one (2 halves the capacity).
 	ServiceFactor [NumPhases]float64
+	// Burn marks the phases in which another process burns one core (see burn.go).
+	Burn [NumPhases]bool
 }
 
 // Assignments maps every key outside the default tier to its tier.
@@ -67,7 +69,9 @@ func (s Scenario) Assignments() map[string]string {
 func (s Scenario) CapacityIn(p Phase) float64 { return s.Capacity / s.ServiceFactor[p] }
 
 // Names lists the scenarios in their usual order.
-func Names() []string { return []string{"surge", "crowd", "slowdown", "instances", "fleet"} }
+func Names() []string {
+	return []string{"surge", "crowd", "slowdown", "instances", "starved", "fleet"}
+}
 
 // Scenarios builds every scenario for a backend of capacity c (req/s):
 //   - surge: premium 0.5·C at quota; free 0.25·C, 2.5·C in the overload
@@ -76,6 +80,8 @@ func Names() []string { return []string{"surge", "crowd", "slowdown", "instances
 //   - slowdown: premium 0.5·C and free 0.3·C throughout, while the
 //     backend's service time doubles in the overload phase;
 //   - instances: surge through 3 enforcing instances, split 60/30/10;
+//   - starved: surge while another process burns one core in the
+//     overload phase (see burn.go);
 //   - fleet: surge through FleetInstances behind an uneven balancer (fleet.go).
 //
 // Each also has one greedy free key sending GreedyExcess req/s above its
@@ -88,7 +94,8 @@ func Scenarios(c float64) map[string]Scenario {
 	slow.ServiceFactor[During] = 2
 	inst := base("instances", c, atQuota(c*0.25, c*2.5, c*0.25))
 	inst.Instances, inst.Split = 3, []float64{0.6, 0.3, 0.1}
-	return map[string]Scenario{"surge": surge, "crowd": crowd, "slowdown": slow, "instances": inst, "fleet": fleet(c)}
+	return map[string]Scenario{"surge": surge, "crowd": crowd, "slowdown": slow, "instances": inst,
+		"starved": starved(c), "fleet": fleet(c)}
 }
 
 // Lookup returns the scenario name for capacity c.
