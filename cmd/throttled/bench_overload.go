@@ -41,9 +41,6 @@ func benchOverload(args []string, w io.Writer) error {
 	if err := parseFlags(fs, args, w, 0); err != nil {
 		return err
 	}
-	if parts.Prometheus && parts.PrometheusURL != "" {
-		return errors.New("bench overload: give --prometheus (start one) or --prometheus-url (use this one), not both")
-	}
 	if *dur < 3*time.Second || *dur > 24*time.Hour {
 		return fmt.Errorf("bench overload: --duration %v must be in 3s..24h", *dur)
 	}

@@ -31,6 +31,8 @@ func TestBenchOverloadArguments(t *testing.T) {
 		{[]string{"--scenario", "surge", "--backend", "per-instance"}, "--scenario fleet"},
 		{[]string{"--scenario", "surge", "--redis-cluster"}, "--scenario fleet"},
 		{[]string{"--scenario", "fleet", "--redis-cluster", "--redis-url", "redis://127.0.0.1:1"}, "--redis-url"},
+		{[]string{"--prometheus", "--prometheus-url", "http://127.0.0.1:1", "--duration", "3s"}, "not both"},
+		{[]string{"--scenario", "fleet", "--prometheus", "--duration", "3s"}, "--prometheus does not run with --scenario fleet"},
 	} {
 		var out bytes.Buffer
 		err := benchCmd(append([]string{"overload"}, tc.args...), &out)

@@ -42,6 +42,9 @@ type Parts struct {
 
 // Start is StartStack as an overload.StackFunc.
 func (p Parts) Start(ctx context.Context, spec overload.StackSpec) (overload.Stack, error) {
+	if p.Prometheus && p.PrometheusURL != "" {
+		return nil, errors.New("bench overload: give --prometheus (start one) or --prometheus-url (use this one), not both")
+	}
 	if spec.Scenario.Name == "fleet" {
 		if p.Prometheus {
 			return nil, errors.New("bench overload: --prometheus does not run with --scenario fleet: its instances join and leave during the run; give --prometheus-url of a prometheus that discovers them")
