@@ -68,12 +68,18 @@ func (s Settings) withDefaults() Settings {
 }
 
 // Config renders prometheus.yml for targets (host:port), scraped every
-// interval as job. Targets and names are quoted as YAML strings (JSON
-// strings are valid YAML).
-func Config(job string, interval time.Duration, targets []string) string {
+// interval as job, evaluating ruleFiles (absolute paths) as often. Targets,
+// names and paths are quoted as YAML strings (JSON strings are valid YAML).
+func Config(job string, interval time.Duration, targets []string, ruleFiles ...string) string {
 	var b strings.Builder
 	iv := model.Duration(interval).String()
 	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", iv, iv)
+	if len(ruleFiles) > 0 {
+		b.WriteString("rule_files:\n")
+		for _, f := range ruleFiles {
+			fmt.Fprintf(&b, "  - %s\n", strconv.Quote(f))
+		}
+	}
 	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: %s\n    static_configs:\n      - targets: [", strconv.Quote(job))
 	for i, t := range targets {
 		if i > 0 {

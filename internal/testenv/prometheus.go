@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"github.com/throttledhq/throttled/internal/promserver"
 )
 
 // DefaultJob is the scrape job name StartPrometheus gives its targets.
@@ -80,31 +79,18 @@ func StartPrometheusWith(tb testing.TB, cfg PrometheusConfig) *Prometheus {
 
 func (p *Prometheus) configPath() string { return filepath.Join(p.dir, "prometheus.yml") }
 
-// config renders prometheus.yml. Paths and targets are quoted as YAML
-// strings (JSON strings are valid YAML).
+// config renders prometheus.yml (promserver.Config) with the rule files'
+// absolute paths.
 func (p *Prometheus) config() string {
-	var b strings.Builder
-	iv := model.Duration(p.cfg.Interval).String()
-	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", iv, iv)
-	if len(p.cfg.RuleFiles) > 0 {
-		b.WriteString("rule_files:\n")
-		for _, f := range p.cfg.RuleFiles {
-			abs, err := filepath.Abs(f)
-			if err != nil {
-				p.tb.Fatalf("testenv: rule file %q: %v", f, err)
-			}
-			fmt.Fprintf(&b, "  - %s\n", strconv.Quote(abs))
+	rules := make([]string, len(p.cfg.RuleFiles))
+	for i, f := range p.cfg.RuleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			p.tb.Fatalf("testenv: rule file %q: %v", f, err)
 		}
+		rules[i] = abs
 	}
-	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: %s\n    static_configs:\n      - targets: [", strconv.Quote(p.cfg.Job))
-	for i, t := range p.cfg.Targets {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(t))
-	}
-	b.WriteString("]\n")
-	return b.String()
+	return promserver.Config(p.cfg.Job, p.cfg.Interval, p.cfg.Targets, rules...)
 }
 
 // Addr is host:port of the server.
