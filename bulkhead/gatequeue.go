@@ -37,6 +37,7 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 	w := g.waiters.Get().(*gateWaiter)
 	defer g.waiters.Put(w)
 	w.prio, w.state = prio, queued
+	queuedAt := g.since() // before w is seen in the queue: its wait starts at its arrival
 	g.mu.Lock()
 	if !g.enqueueLocked(w) {
 		g.mu.Unlock()
@@ -45,7 +46,6 @@ func (g *Gate) wait(ctx context.Context, prio int) (Permit, error) {
 	g.grantLocked() // admits us at once if a permit is free
 	g.mu.Unlock()
 
-	queuedAt := g.since()
 	w.timer.Reset(g.maxWait(prio))
 	defer w.timer.Stop()
 	var err error
