@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -131,11 +132,7 @@ func (p *fleetProbe) propagation(at time.Time) {
 func (p *fleetProbe) multipliers() map[string]float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]float64, len(p.last))
-	for k, v := range p.last {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(p.last)
 }
 
 func (p *fleetProbe) begin(start time.Time) {
@@ -200,9 +197,5 @@ func (c *cmdCounter) add(cmd redis.Cmder) {
 func (c *cmdCounter) snapshot() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.n))
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.n)
 }
