@@ -159,14 +159,13 @@ func (s *Instance) onStored(snap policy.Snapshot) {
 		c.drift.Set(0)
 		return
 	}
-	c.drift.Set(1)
-	if s.cfg.Source() != config.SourceFile || c.warned == snap.Version {
-		return
+	if s.cfg.Source() == config.SourceFile && c.warned != snap.Version {
+		c.warned = snap.Version
+		d, _ := config.PolicyDelta(file, snap.Config, "file", "store")
+		s.log.Warn(fileWriter+": the store was changed around the file and is in force until the next reload "+
+			"(SIGHUP) or restart, which puts the file back", "version", snap.Version, "by", snap.UpdatedBy, "diff", d)
 	}
-	c.warned = snap.Version
-	d, _ := config.PolicyDelta(file, snap.Config, "file", "store")
-	s.log.Warn(fileWriter+": the store was changed around the file and is in force until the next reload "+
-		"(SIGHUP) or restart, which puts the file back", "version", snap.Version, "by", snap.UpdatedBy, "diff", d)
+	c.drift.Set(1) // after the log line: whoever sees the gauge finds the diff logged
 }
 
 // differ reports whether two configurations say different things.

@@ -96,7 +96,13 @@ func TestServeMetricsPassPromtool(t *testing.T) {
 	for range 7 {
 		testenv.Call(t, "GET", "http://"+addrs["proxy"]+"/x", "", "X-API-Key", "k")
 	}
-	_, metrics := testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+	// The controller shows a signal's target from its first tick with a
+	// reading: up to a period after the calls.
+	var metrics string
+	testenv.WaitFor(t, 10*time.Second, "the controller's signal targets in /metrics", func() bool {
+		_, metrics = testenv.Call(t, "GET", "http://"+addrs["admin"]+"/metrics", "")
+		return strings.Contains(metrics, "throttled_controller_signal_target_seconds{")
+	})
 	cmd := exec.Command(testenv.Binary(t, "promtool"), "check", "metrics")
 	cmd.Stdin = strings.NewReader(metrics)
 	if out, err := cmd.CombinedOutput(); err != nil {
