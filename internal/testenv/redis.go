@@ -180,3 +180,16 @@ func CommandCalls(tb testing.TB, c *redis.Client, cmd string) int {
 
 // EvalshaCalls is CommandCalls of EVALSHA.
 func EvalshaCalls(tb testing.TB, c *redis.Client) int { return CommandCalls(tb, c, "evalsha") }
+
+// CPUSeconds is the CPU c's server has used: INFO cpu's used_cpu_sys +
+// used_cpu_user, in seconds; it fails tb when either is missing.
+func CPUSeconds(tb testing.TB, c *redis.Client) float64 {
+	tb.Helper()
+	info := Info(tb, c, "cpu")
+	sys, err1 := strconv.ParseFloat(info["used_cpu_sys"], 64)
+	user, err2 := strconv.ParseFloat(info["used_cpu_user"], 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("testenv: INFO cpu: %v %v", err1, err2)
+	}
+	return sys + user
+}

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter"
 )
@@ -27,7 +25,7 @@ func BenchmarkBatchSizeCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			keys, args := make([]string, n), make([]any, 0, 8+2*n)
-			cpu0, k := redisCPU(b, c), 0
+			cpu0, k := testenv.CPUSeconds(b, c), 0
 			b.ResetTimer()
 			for range b.N {
 				args = append(args[:0], 1, "", 100, 1_000_000, 100, 1, 1, "")
@@ -42,18 +40,7 @@ func BenchmarkBatchSizeCost(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric((redisCPU(b, c)-cpu0)*1e6/float64(b.N*n), "redis-cpu-us/decision")
+			b.ReportMetric((testenv.CPUSeconds(b, c)-cpu0)*1e6/float64(b.N*n), "redis-cpu-us/decision")
 		})
 	}
-}
-
-// redisCPU is INFO cpu's used_cpu_sys + used_cpu_user, in seconds.
-func redisCPU(tb testing.TB, c *redis.Client) float64 {
-	info := testenv.Info(tb, c, "cpu")
-	sys, err1 := strconv.ParseFloat(info["used_cpu_sys"], 64)
-	user, err2 := strconv.ParseFloat(info["used_cpu_user"], 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("INFO cpu: %v %v", err1, err2)
-	}
-	return sys + user
 }

@@ -34,7 +34,7 @@ func BenchmarkRedisBatchCost(b *testing.B) {
 			if err := c.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}
-			cpu0 := serverCPU(b, c)
+			cpu0 := testenv.CPUSeconds(b, c)
 			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -46,7 +46,7 @@ func BenchmarkRedisBatchCost(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			cpu := serverCPU(b, c) - cpu0
+			cpu := testenv.CPUSeconds(b, c) - cpu0
 			calls, usec := evalshaStats(b, c)
 			n := float64(b.N)
 			b.ReportMetric(usec/n, "redis-us/decision")
@@ -54,17 +54,6 @@ func BenchmarkRedisBatchCost(b *testing.B) {
 			b.ReportMetric(n/calls, "decisions/batch")
 		})
 	}
-}
-
-// serverCPU is INFO cpu's used_cpu_sys + used_cpu_user, in seconds.
-func serverCPU(tb testing.TB, c *redis.Client) float64 {
-	info := testenv.Info(tb, c, "cpu")
-	sys, err1 := strconv.ParseFloat(info["used_cpu_sys"], 64)
-	user, err2 := strconv.ParseFloat(info["used_cpu_user"], 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("INFO cpu: %v %v", err1, err2)
-	}
-	return sys + user
 }
 
 // evalshaStats are INFO commandstats' calls and usec of EVALSHA.
