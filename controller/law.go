@@ -227,7 +227,12 @@ func (l *Law) Init(now time.Time) State {
 //     since its last cut, then probes past it (at most one probe, two
 //     direction changes, per ProbeAfter), unless the room is deep (≥ 4:
 //     the overload is over); one without a cap passes at once.
-//     Passing the knee forgets it. A cut sized by measurement (a signal's
+//     Passing the knee forgets it. Deep room (≥ 4) while the inner loop
+//     refused nothing over the period (its refused fraction, a Signal with
+//     a Keep, reads 0: see [Law.idle]) means the overload is over: the
+//     tier goes back to its ceiling in one step, so a backend back from a
+//     slowdown is not shed for the periods a geometric climb from the
+//     floor would take. A cut sized by measurement (a signal's
 //     own Keep and the tiers' admitted rates) lands where the tier fits,
 //     or above it when β or the floor bounded it, not somewhere below: it
 //     sets the knee only α/4 above the new multiplier, so the tier holds
@@ -274,10 +279,10 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 		if worst > 0 {
 			room = (1 - l.s.Headroom) / worst
 		}
-		changed = l.increase(&next, ActionIncrease, room, in.Admitted, now)
+		changed = l.increase(&next, ActionIncrease, room, l.idle(in, now), in.Admitted, now)
 	case ConditionNoSignal:
 		if blind = now.Sub(next.LastValid); blind >= l.s.HoldTimeout {
-			changed = l.increase(&next, ActionRecover, 1, nil, now)
+			changed = l.increase(&next, ActionRecover, 1, false, nil, now)
 		}
 	}
 	if changed {

@@ -26,6 +26,34 @@ func (l *Law) judge(in Input, now time.Time) (Condition, float64, reading, Signa
 	return l.assess(in.Signals, now)
 }
 
+// idle reports whether the inner loop refused nothing over the period:
+// the signals judge reads (in.Fresh when one is usable, else in.Signals)
+// include at least one usable refused fraction (a Signal with a Keep) and
+// each says 1, all kept. Idle alone is no proof of room: a service held
+// at its knee by a cut can queue at the inner loop's limit without a
+// refusal (measured in `throttled bench overload --scenario instances`:
+// idle at room 1.5 to 1.8). Idle with deep room (≥ kneeRelease, which
+// the law already reads as "the overload is over") is a backend back
+// from a slowdown or a surge that ended, and the law then releases at
+// once. Without an inner loop to ask it is false, and a tier climbs back
+// by its growth factor a period.
+func (l *Law) idle(in Input, now time.Time) bool {
+	sigs := in.Signals
+	if cond, _, _, _ := l.assess(in.Fresh, now); cond != ConditionNoSignal {
+		sigs = in.Fresh
+	}
+	asked := false
+	for _, s := range sigs {
+		if s.Keep > 0 && l.Usable(s, now) {
+			if s.Keep != 1 {
+				return false
+			}
+			asked = true
+		}
+	}
+	return asked
+}
+
 // starved reports whether this process is short of CPU (in.CPUWait at or
 // above StarvedAt); an overload then holds instead of cutting. A starved
 // sidecar measures its own waiting in every latency it reads and in its

@@ -116,3 +116,46 @@ func TestStarvedAtMustBeAFraction(t *testing.T) {
 		}
 	}
 }
+
+// TestStepReleaseJumpsWhenTheInnerLoopIsIdle: the backend came back from a
+// slowdown that cut free to its floor and capped it. A period later the
+// fresh reading has deep room (latency at a tenth of the target, room 8)
+// and the inner loop refused nothing: the overload is over, and free goes
+// back to its ceiling in one step rather than ×4 a period (0.1, 0.4, 1:
+// two periods of shedding a healthy backend). A refusal by the inner loop,
+// room under kneeRelease, or no inner loop to ask keeps the climb as it
+// was.
+func TestStepReleaseJumpsWhenTheInnerLoopIsIdle(t *testing.T) {
+	law := mustLaw(t, threeTiers()) // free: floor 0.1, α 0.25, growth 4; headroom 0.2
+	cut := state(1, 1, 0.1)
+	cut.Tiers[2].Knee, cut.Tiers[2].Rate, cut.Tiers[2].LastDecrease = 0.1+0.25/4, 12, t0
+	fresh := func(lat, refused float64) Input {
+		in := lagging(2, lat, 2*s) // the window still reads the slowdown
+		sat := Signal{Name: "saturation", Value: refused, Target: 0.05, Valid: true, At: at(2 * s), Keep: 1 - refused}
+		in.Fresh = append(in.Fresh, sat)
+		return in
+	}
+	h, band := ConditionHealthy, ConditionBand
+	cases := []struct {
+		name string
+		in   Input
+		want []float64
+		acts string
+		cond Condition
+	}{
+		{"deep room, inner loop idle: ceiling", fresh(0.1, 0), []float64{1, 1, 1}, hhi, h},
+		{"deep room, inner loop refused some: ×growth", fresh(0.1, 0.01), []float64{1, 1, 0.4}, hhi, h},
+		{"room 3.2, under kneeRelease: hold at the knee", fresh(0.25, 0), []float64{1, 1, 0.1}, hhh, h},
+		{"deep room, no inner loop: ×growth", lagging(2, 0.1, 2*s), []float64{1, 1, 0.4}, hhi, h},
+		{"inner loop idle, latency in band: hold", fresh(0.9, 0), []float64{1, 1, 0.1}, hhh, band},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			epoch := uint64(0)
+			if c.acts != hhh {
+				epoch = 1
+			}
+			runSteps(t, law, cut, []step{{2 * s, c.in, c.want, c.acts, c.cond, epoch}})
+		})
+	}
+}

@@ -89,9 +89,11 @@ const kneeSlack = 0.5
 
 // increase raises the most important tier below its ceiling (see Step for
 // by how much: room is 1 for a recovery), scales its rate cap alike, and
-// marks it with action. It reports whether it raised one; a tier holding at
-// its knee raises none.
-func (l *Law) increase(st *State, action Action, room float64, admitted map[string]float64, now time.Time) bool {
+// marks it with action. idle says the inner loop refused nothing over the
+// period (see [Law.idle]): with deep room too (≥ kneeRelease) the overload
+// is over and the tier goes back to its ceiling at once. It reports
+// whether it raised one; a tier holding at its knee raises none.
+func (l *Law) increase(st *State, action Action, room float64, idle bool, admitted map[string]float64, now time.Time) bool {
 	for i := range st.Tiers {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier < t.Ceiling {
@@ -101,6 +103,8 @@ func (l *Law) increase(st *State, action Action, room float64, admitted map[stri
 			}
 			gap := ts.Knee - old
 			switch {
+			case action == ActionIncrease && idle && room >= kneeRelease:
+				ts.Multiplier = t.Ceiling
 			case action == ActionIncrease && gap > t.Alpha/4+snap: // snap: m + α/4 − m may round above α/4
 				ts.Multiplier = old + gap*math.Min(1, room-1)/2
 			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && room < kneeRelease && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:

@@ -49,8 +49,8 @@ for r in rows:
     keys.setdefault((r["scenario"], r["mode"], r.get("front", "proxy")), {}).setdefault(r.get("path", "inprocess"), []).append(r)
 if len(paths) > 1:
     print("paths: " + " / ".join(paths))
-print("| scenario | mode | front | premium % | free % | goodput ÷ C | lowest 1 s ÷ C | p99 ms | settle s | recovery s | flips/min | backend 503 | shed | after shed | CPU s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| scenario | mode | front | premium % | free % | goodput ÷ C | lowest 1 s ÷ C | p99 ms | settle s | recovery s | flips/min | backend 503 | shed | after shed | after shed from 2 s | CPU s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 med = lambda xs: st.median(xs)
 figures = [  # (format, of the overload phase or of the run)
     ("{:.1f}", lambda r: r["phases"]["overload"]["premium_admitted_pct"]),
@@ -64,6 +64,7 @@ figures = [  # (format, of the overload phase or of the run)
     ("{:g}", lambda r: r["phases"]["overload"]["status"]["backend_503"]),
     ("{:g}", lambda r: r["phases"]["overload"]["status"]["shed"]),
     ("{:g}", lambda r: r["phases"]["after"]["status"]["shed"]),
+    ("{:g}", lambda r: r.get("after_shed_late", 0)),
     ("{:.1f}", lambda r: r["cpu_seconds"]),
 ]
 for (sc, mode, front), by in keys.items():

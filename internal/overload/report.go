@@ -28,6 +28,11 @@ type Report struct {
 	// already (or never below), -1 if some multiplier was still below 1
 	// at the end.
 	RecoveryS float64 `json:"recovery_s"`
+	// AfterShedLate counts the requests shed (by a multiplier, a tier cap
+	// or the inner loop's gate) in the after phase from its third second
+	// on: with the overload over, the controller has had two seconds to
+	// release, and any shed from then on is a healthy backend shed.
+	AfterShedLate int64 `json:"after_shed_late"`
 	// FlipsPerMin counts the direction changes of the multipliers (summed
 	// over tiers) in the second half of each phase, per minute of those halves.
 	FlipsPerMin float64 `json:"flips_per_min"`
@@ -112,6 +117,7 @@ func summarize(sc Scenario, mode Mode, target time.Duration, l layout, rows []Ro
 		*pr = phaseReport(rows, Phase(p))
 	}
 	r.SettleS = settle(rows, l)
+	r.AfterShedLate = shedFrom(rows, l.start(After)+afterGrace)
 	r.LowestGoodputRatio = round(lowestGoodput(rows, l), 3)
 	r.RecoveryS = -1 // still below 1 when the run ended
 	if d := recovery(samples, time.Duration(l.end(During))*time.Second); d >= 0 {
@@ -164,6 +170,21 @@ func admitted(c *Counts) float64 {
 		return 100
 	}
 	return round(100*float64(c.Class[OK])/float64(c.Sent()), 2)
+}
+
+// afterGrace is how many of the after phase's first seconds AfterShedLate
+// leaves out.
+const afterGrace = 2
+
+// shedFrom sums the shed, capped and gated requests of rows from the
+// first'th on.
+func shedFrom(rows []Row, first int) int64 {
+	var n int64
+	for k := max(first, 0); k < len(rows); k++ {
+		t := rows[k].Total()
+		n += t.Class[Shed] + t.Class[Capped] + t.Class[Gated]
+	}
+	return n
 }
 
 // settle is in whole seconds: the overload seconds before the first one

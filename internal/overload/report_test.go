@@ -249,3 +249,22 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeAfterShedLate counts what the after phase shed from its
+// third second on (multiplier, cap and gate alike), not its first two.
+func TestSummarizeAfterShedLate(t *testing.T) {
+	rows := make([]Row, 12)
+	lay := layout{seconds: 12, third: 4} // after: seconds 8..11
+	for k := range rows {
+		rows[k] = steady(k, lay.phaseOf(k), 100)
+	}
+	rows[5].Loads["free"] = load(fast(5), map[Class]int64{Shed: 300})  // the overload: not counted
+	rows[8].Loads["free"] = load(fast(5), map[Class]int64{Shed: 100})  // grace
+	rows[9].Loads["free"] = load(fast(5), map[Class]int64{Capped: 50}) // grace
+	rows[10].Loads["free"] = load(fast(20), map[Class]int64{Shed: 4, Capped: 2, Gated: 1, OverQuota: 9})
+	rows[11].Loads["premium"] = load(fast(50), map[Class]int64{Gated: 3})
+	r := summarize(Scenarios(100)["slowdown"], Controller, target, lay, rows, nil)
+	if r.AfterShedLate != 10 {
+		t.Fatalf("after_shed_late = %d, want 10 (4 shed + 2 capped + 1 gated in second 10, 3 gated in 11; not quota, not the grace)", r.AfterShedLate)
+	}
+}

@@ -151,7 +151,7 @@ func assertReportNames(t *testing.T, raw []byte) {
 	t.Helper()
 	top := keysOf(t, raw)
 	want := sorted("scenario", "mode", "front", "capacity_rps", "target_ms", "phases", "settle_s", "lowest_goodput_ratio",
-		"recovery_s", "flips_per_min", "cpu_seconds")
+		"recovery_s", "after_shed_late", "flips_per_min", "cpu_seconds")
 	if !slices.Equal(top, want) {
 		t.Fatalf("report keys %v, want %v", top, want)
 	}
