@@ -218,9 +218,12 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 	who *identity.Client) (d limiter.Decision, period time.Duration, more bool, err error) {
 	ps.unlimited = t.Unlimited
 	seen := false
+	// req is filled field by field: a composite literal was built in a
+	// temporary and copied (112 B) on every limit.
+	var req limiter.Request
+	req.Cost, req.Multiplier, req.Tier, req.Peek = cost, m, t.Name, ps.peek
 	for i := range cr.limits() {
-		req := limiter.Request{Key: ps.limitKey(cr, key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name,
-			Peek: ps.peek}
+		req.Key, req.Rule = ps.limitKey(cr, key, i), cr.rule(t, i)
 		di, ok, e := ps.ask(ctx, cr, &req, who)
 		if e != nil {
 			err = e
