@@ -218,9 +218,12 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 	who *identity.Client) (d limiter.Decision, period time.Duration, more bool, err error) {
 	ps.unlimited = t.Unlimited
 	seen := false
+	// req is filled field by field: a composite literal was built in a
+	// temporary and copied (112 B) on every limit.
+	var req limiter.Request
+	req.Cost, req.Multiplier, req.Tier, req.Peek = cost, m, t.Name, ps.peek
 	for i := range cr.limits() {
-		req := limiter.Request{Key: ps.limitKey(cr, key, i), Rule: cr.rule(t, i), Cost: cost, Multiplier: m, Tier: t.Name,
-			Peek: ps.peek}
+		req.Key, req.Rule = ps.limitKey(cr, key, i), cr.rule(t, i)
 		di, ok, e := ps.ask(ctx, cr, &req, who)
 		if e != nil {
 			err = e
@@ -245,10 +248,9 @@ func (ps *pass) askAll(ctx context.Context, cr *compiledRule, t *Tier, key strin
 // decided (and counted) but never refused nor delayed.
 func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request, who *identity.Client) (d limiter.Decision, more bool, err error) {
 	var delayed bool
-	dry := ps.e.set.DryRun
 	// A shed request waits in no delay line (only its quota is asked), nor
 	// any in a dry run of the quota.
-	if ps.unlimited || ps.shed.cr != nil || dry.ObservesQuota() {
+	if ps.unlimited || ps.shed.cr != nil || ps.e.set.DryRun.ObservesQuota() {
 		d, err = ps.e.store.Decide(ctx, *req)
 	} else {
 		d, delayed, err = ps.e.decide(ctx, cr, req)
@@ -258,32 +260,41 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		return d, true, err
 	}
 	ps.res.note(cr, req.Rule, d)
+	if !d.Allowed {
+		return d, ps.notAllowed(ctx, cr, req, &d, who), nil
+	}
+	ps.keep(req)
+	ps.e.count(req.Tier, cr.Name, allowedLabel(d, delayed))
+	return d, true, nil
+}
+
+// notAllowed is ask's answer to a refusal d of rule cr: out of ask, whose
+// every call (the admitted ones too) would otherwise make room on its
+// stack for this rarer path's values.
+func (ps *pass) notAllowed(ctx context.Context, cr *compiledRule, req *limiter.Request, d *limiter.Decision,
+	who *identity.Client) (more bool) {
 	switch {
-	case d.Allowed:
-		ps.keep(req)
-		ps.e.count(req.Tier, cr.Name, allowedLabel(d, delayed))
-		return d, true, nil
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true
-		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
-		return d, true, nil
+		ps.e.count(req.Tier, cr.Name, shadowLabel(*d))
+		return true
 	case ps.unlimited: // counted as a shadow refusal: it would have been refused, it was not
 		ps.res.Unlimited = true
-		ps.e.count(req.Tier, cr.Name, shadowLabel(d))
-		return d, true, nil
+		ps.e.count(req.Tier, cr.Name, shadowLabel(*d))
+		return true
 	case d.Reason == limiter.Shed: // quota first: the later rules are asked still
-		ps.holdShed(cr, req, d, who)
-		return d, true, nil
-	case dry.ObservesQuota(): // the request passes: nothing to give back
-		ps.passQuota(cr, req.Tier, d)
-		return d, true, nil
+		ps.holdShed(cr, req, *d, who)
+		return true
+	case ps.e.set.DryRun.ObservesQuota(): // the request passes: nothing to give back
+		ps.passQuota(cr, req.Tier, *d)
+		return true
 	}
 	ps.giveBack(ctx) // a refusal for quota: what the earlier rules took, sheds' quota included
 	ps.shed = pendingShed{}
-	ps.res.refuse(cr, req.Rule, d)
+	ps.res.refuse(cr, req.Rule, *d)
 	ps.e.count(req.Tier, cr.Name, d.Label())
 	ps.e.countRefusal(req.Tier, &ps.res, who)
-	return d, false, nil
+	return false
 }
 
 func allowedLabel(d limiter.Decision, delayed bool) string {
@@ -315,7 +326,7 @@ func (ps *pass) limitKey(cr *compiledRule, key string, i int) string {
 
 func (ps *pass) keep(req *limiter.Request) {
 	if ps.n < len(ps.taken) {
-		ps.taken[ps.n] = applied{*req}
+		ps.taken[ps.n].req = *req
 		ps.n++
 		return
 	}

@@ -194,11 +194,20 @@ func (r *compiledRule) key(id *identity.Client, req *http.Request, t *Tier, a *a
 	return bounded(a.from(start), r.Name), true
 }
 
-// appendPart appends "|<len>:<v>".
+// appendPart appends "|<len>:<v>". A length under 100 (every API key or
+// IP we have seen) is written digit by digit: strconv's general path was
+// 3 % of a request's CPU in process.
 func appendPart(a *arena, v string) {
-	a.buf = append(a.buf, '|')
-	a.buf = strconv.AppendInt(a.buf, int64(len(v)), 10)
-	a.buf = append(a.buf, ':')
+	switch n := len(v); {
+	case n < 10:
+		a.buf = append(a.buf, '|', byte('0'+n), ':')
+	case n < 100:
+		a.buf = append(a.buf, '|', byte('0'+n/10), byte('0'+n%10), ':')
+	default:
+		a.buf = append(a.buf, '|')
+		a.buf = strconv.AppendInt(a.buf, int64(n), 10)
+		a.buf = append(a.buf, ':')
+	}
 	a.buf = append(a.buf, v...)
 }
 

@@ -3,6 +3,8 @@ package enforce
 import (
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +64,19 @@ func FuzzRuleKeyInjective(f *testing.F) {
 			t.Fatalf("(%q, %q) and (%q, %q) share the bucket key %q", a, b, x, y, k1)
 		}
 	})
+}
+
+// TestAppendPartWritesEveryLength: a key part is "|<len>:<value>" with the
+// length in decimal whatever its digits (the one- and two-digit lengths
+// are written without strconv): bucket keys are shared with other
+// instances and the rate limit service, so their text is a contract.
+func TestAppendPartWritesEveryLength(t *testing.T) {
+	for n := range 1200 {
+		v := strings.Repeat("k", n)
+		var a arena
+		appendPart(&a, v)
+		if want := "|" + strconv.Itoa(n) + ":" + v; string(a.buf) != want {
+			t.Fatalf("length %d: %.20q…, want %.20q…", n, a.buf, want)
+		}
+	}
 }

@@ -153,7 +153,9 @@ var scratches = sync.Pool{New: func() any { return newScratch() }}
 // reuse empties s, whose strings are no one's any more, into scratches.
 func (s *scratch) reuse() {
 	s.buf, s.vals = s.room[:0], [6]string{}
-	s.claimed.Store(false)
+	if s.claimed.Load() { // a plain read; the store is a locked exchange (XCHG on amd64)
+		s.claimed.Store(false)
+	}
 	scratches.Put(s)
 }
 
