@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -42,5 +43,46 @@ func TestHeadersNoneNoAllocs(t *testing.T) {
 	}
 	if seen != "per-key" || len(w.h) != 0 {
 		t.Fatalf("the handler saw rule %q, headers %v; want per-key's decision and no headers", seen, w.h)
+	}
+}
+
+// stringWriter is a statusWriter that takes strings as they are, as
+// net/http's response writer does (io.StringWriter).
+type stringWriter struct {
+	statusWriter
+	got string
+}
+
+func (w *stringWriter) WriteString(s string) (int, error) {
+	w.got = s
+	return w.Write(nil)
+}
+
+// TestHandlerStringPassesThrough: a handler that answers with
+// io.WriteString, as a hello world does, reaches the server's writer's
+// WriteString through the pipeline's: its text is not copied into a new
+// []byte per request.
+func TestHandlerStringPassesThrough(t *testing.T) {
+	p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
+		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: enforce.HeadersNone}}}
+	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pipeline.New(pipeline.Settings{Enforcer: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = "Hello, World! This answer is longer than a small stack buffer's 32 bytes."
+	h := pl.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) }))
+	r := httptest.NewRequest("GET", "/hello", nil)
+	r.RemoteAddr = "127.0.0.1:54321"
+	r.Header.Set("X-API-Key", "k1")
+	w := &stringWriter{statusWriter: statusWriter{h: http.Header{}}}
+	if n := testing.AllocsPerRun(100, func() { h.ServeHTTP(w, r) }); n != 0 {
+		t.Errorf("%v allocations per request, want 0", n)
+	}
+	if w.got != body || w.status != http.StatusOK {
+		t.Fatalf("the server's writer got %q with status %d; want the body by WriteString and 200", w.got, w.status)
 	}
 }

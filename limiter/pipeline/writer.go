@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -66,6 +67,14 @@ func (c *call) WriteHeader(status int) {
 		c.answer(status)
 	}
 	c.w.WriteHeader(status)
+}
+
+// WriteString passes s on as it is (io.StringWriter), as net/http's
+// writer takes it: io.WriteString through a writer without it copies s
+// into a new []byte.
+func (c *call) WriteString(s string) (int, error) {
+	c.answer(http.StatusOK)
+	return io.WriteString(c.w, s)
 }
 
 func (c *call) Write(b []byte) (int, error) {
