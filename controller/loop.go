@@ -323,15 +323,23 @@ func (s State) multipliers() multiplier.Set {
 			}
 			m.Rates[t.Name] = t.Rate
 		}
+		if t.Knee > t.Multiplier && !t.LastDecrease.IsZero() {
+			if m.Knees == nil {
+				m.Knees, m.Cuts = map[string]float64{}, map[string]time.Time{}
+			}
+			m.Knees[t.Name], m.Cuts[t.Name] = t.Knee, t.LastDecrease
+		}
 	}
 	return m
 }
 
 // Adopt continues st from multipliers m published by a previous leader,
 // at now. If m is no older than HoldTimeout its multipliers (clamped into
-// bounds), rate caps and reasons replace st's; otherwise st's are kept. The epoch is at least m's,
-// and newer than m's unless the result is exactly m. Decrease times and
-// the hold clock stay st's.
+// bounds), rate caps, reasons, knees and the times of its cuts replace
+// st's (a tier m has no knee for has none), so that the new leader holds
+// and probes where the old one would have; otherwise st's are kept. The
+// epoch is at least m's, and newer than m's unless the result is exactly
+// m. The hold clock stays st's.
 func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
 	next := l.normalize(st, now)
 	fresh := now.Sub(m.At) <= l.s.HoldTimeout
@@ -343,6 +351,10 @@ func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
 				next.Tiers[i].Reason, next.Tiers[i].Since, next.Tiers[i].Driver = r, since, Signal{}
 			}
 			next.Tiers[i].Multiplier = clamp(v, t)
+			next.Tiers[i].Knee = 0
+			if k, cut := m.Knees[t.Name], m.Cuts[t.Name]; k > next.Tiers[i].Multiplier && k <= t.Ceiling && !cut.IsZero() {
+				next.Tiers[i].Knee, next.Tiers[i].LastDecrease = k, cut
+			}
 			next.Tiers[i].Rate = 0
 			if r := m.Rates[t.Name]; r > 0 && !math.IsInf(r, 0) && next.Tiers[i].Multiplier < t.Ceiling {
 				next.Tiers[i].Rate = r

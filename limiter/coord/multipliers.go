@@ -108,6 +108,10 @@ const (
 	// before them ignore them.
 	multReasonPrefix = "_reason:"
 	multSincePrefix  = "_since:"
+	// + tier: the level the tier was last cut from, and when (unix ms),
+	// for the next leader's Load; enforcers ignore them.
+	multKneePrefix = "_knee:"
+	multCutPrefix  = "_cut:"
 )
 
 // parseMultiplierHash reads a published hash (HGETALL). Unknown "_" fields are
@@ -167,6 +171,32 @@ func parseExplained(m *multiplier.Set, f, v string) error {
 			m.Since = map[string]time.Time{}
 		}
 		m.Since[tier] = time.UnixMilli(ms)
+	}
+	return parseKnee(m, f, v)
+}
+
+// parseKnee reads hash field f into m's Knees or Cuts if it is one of
+// theirs.
+func parseKnee(m *multiplier.Set, f, v string) error {
+	if tier, ok := strings.CutPrefix(f, multKneePrefix); ok {
+		k, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%w: multipliers knee of tier %q: %v", ErrBadReply, tier, err)
+		}
+		if m.Knees == nil {
+			m.Knees = map[string]float64{}
+		}
+		m.Knees[tier] = k
+	}
+	if tier, ok := strings.CutPrefix(f, multCutPrefix); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: multipliers cut of tier %q: %v", ErrBadReply, tier, err)
+		}
+		if m.Cuts == nil {
+			m.Cuts = map[string]time.Time{}
+		}
+		m.Cuts[tier] = time.UnixMilli(ms)
 	}
 	return nil
 }
@@ -318,7 +348,7 @@ func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
 	if err != nil { // unreachable: validated floats always encode
 		return nil, fmt.Errorf("coord: encoding multipliers: %w", err)
 	}
-	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)))
+	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)+len(m.Knees)+len(m.Cuts)))
 	args = append(args, m.Epoch, at, msg, token, fence)
 	for t, v := range m.Tiers {
 		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
@@ -331,6 +361,12 @@ func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
 	}
 	for t, since := range m.Since {
 		args = append(args, multSincePrefix+t, since.UnixMilli())
+	}
+	for t, k := range m.Knees {
+		args = append(args, multKneePrefix+t, strconv.FormatFloat(k, 'g', -1, 64))
+	}
+	for t, cut := range m.Cuts {
+		args = append(args, multCutPrefix+t, cut.UnixMilli())
 	}
 	return args, nil
 }

@@ -36,6 +36,13 @@ type Set struct {
 	// by a controller that did not say). At most MaxReasonLen bytes each.
 	Reasons map[string]string
 	Since   map[string]time.Time
+	// Knees and Cuts carry the controller's memory of its last cuts, so
+	// that a new leader continues where the old one stood rather than from
+	// its own shadow state: for a tier cut below the level it was cut from,
+	// that level (tier → multiplier in (0, max]), and when it was last cut.
+	// Enforcers ignore them.
+	Knees map[string]float64
+	Cuts  map[string]time.Time
 }
 
 // MaxReasonLen bounds the bytes of one reason.
@@ -81,6 +88,19 @@ func (s *Set) Validate(max float64) error {
 	for _, t := range slices.Sorted(maps.Keys(s.Since)) {
 		if t == "" || strings.HasPrefix(t, "_") {
 			errs = append(errs, fmt.Errorf("%w: since tier name %q must not be empty or start with '_'", ErrInvalid, t))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.Knees)) {
+		switch v := s.Knees[t]; {
+		case t == "" || strings.HasPrefix(t, "_"):
+			errs = append(errs, fmt.Errorf("%w: knee tier name %q must not be empty or start with '_'", ErrInvalid, t))
+		case !(v > 0 && v <= max):
+			errs = append(errs, fmt.Errorf("%w: tier %q: knee %v must be in (0, %v]", ErrInvalid, t, v, max))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(s.Cuts)) {
+		if t == "" || strings.HasPrefix(t, "_") {
+			errs = append(errs, fmt.Errorf("%w: cut tier name %q must not be empty or start with '_'", ErrInvalid, t))
 		}
 	}
 	return errors.Join(errs...)
