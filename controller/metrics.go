@@ -16,6 +16,7 @@ type metrics struct {
 	target     [numUnits]*prometheus.GaugeVec // by unit: the target
 	steps      *prometheus.CounterVec
 	leader     prometheus.Gauge
+	cpuWait    prometheus.Gauge
 	shown      map[string]bool // signals with a value series; touched only by Run
 	targeted   map[string]bool // signals with a target series; touched only by Run
 }
@@ -65,6 +66,10 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 			Name: "throttled_controller_leader",
 			Help: "1 while this controller replica holds the leader lease, else 0.",
 		}),
+		cpuWait: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "throttled_controller_cpu_wait_ratio",
+			Help: "How much more of its runnable time this process waited for a CPU over the last period than it usually does; at 0.25 or above (the law's StarvedAt) an overload holds instead of cutting.",
+		}),
 		shown:    map[string]bool{},
 		targeted: map[string]bool{},
 	}
@@ -76,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.multiplier, m.steps, m.leader}
+	cs := []prometheus.Collector{m.multiplier, m.steps, m.leader, m.cpuWait}
 	for u := range numUnits {
 		cs = append(cs, m.signal[u], m.target[u])
 	}
@@ -89,9 +94,10 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 }
 
 // observe shows the usable signals of in and removes the series of the
-// others (unusable, or missing from in); and the targets of the signals
-// in in.
+// others (unusable, or missing from in); the targets of the signals in in;
+// and in's CPU wait.
 func (m *metrics) observe(law *Law, in Input, now time.Time) {
+	m.cpuWait.Set(in.CPUWait)
 	seen := make(map[string]bool, len(in.Signals))
 	read := make(map[string]bool, len(in.Signals))
 	for _, s := range in.Signals {

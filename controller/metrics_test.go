@@ -120,3 +120,29 @@ func TestNewLoopRefusesDuplicateRegistration(t *testing.T) {
 		t.Fatalf("second loop on one registry: %v", err)
 	}
 }
+
+// TestLoopMetricsCPUWait: throttled_controller_cpu_wait_ratio shows each
+// step's Input.CPUWait, so an operator sees why an overload held instead
+// of cutting (at StarvedAt, 0.25, or above).
+func TestLoopMetricsCPUWait(t *testing.T) {
+	h := newHarness(3)
+	waits := []float64{0, 0.4, 0.1}
+	h.src.read = func(tick int, now time.Time) (Input, error) {
+		lat := Signal{Name: "latency_p99", Value: 2, Target: 1, Valid: true, At: now}
+		return Input{Signals: []Signal{lat}, CPUWait: waits[tick]}, nil
+	}
+	const header = "# HELP throttled_controller_cpu_wait_ratio How much more of its runnable time this process waited for a CPU over the last period than it usually does; at 0.25 or above (the law's StarvedAt) an overload holds instead of cutting.\n" +
+		"# TYPE throttled_controller_cpu_wait_ratio gauge\n"
+	checked := 0
+	h.clock.after = func(tick int) {
+		want := header + "throttled_controller_cpu_wait_ratio " + strconv.FormatFloat(waits[tick], 'g', -1, 64) + "\n"
+		if err := testutil.GatherAndCompare(h.reg, strings.NewReader(want), "throttled_controller_cpu_wait_ratio"); err != nil {
+			t.Errorf("after tick %d: %v", tick, err)
+		}
+		checked++
+	}
+	h.run(t, h.loop(t, nil))
+	if checked != len(waits) {
+		t.Fatalf("checked %d ticks, want %d", checked, len(waits))
+	}
+}
