@@ -98,7 +98,14 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	if err := s.watchMemoryPolicy(ctx); err != nil {
 		return err
 	}
-	shared := redisstore.New(s.rdb, limiter.WithPrefix(s.cfg.Redis.Prefix))
+	// A batch slower than the decision's deadline runs on (up to the Redis
+	// timeout) rather than being cut, which would cost its connection; the
+	// decision falls back at its deadline meanwhile, on its own goroutine.
+	shared, err := redisstore.NewWithSettings(s.rdb, redisstore.Settings{CallTimeout: s.cfg.Redis.Timeout.D()},
+		limiter.WithPrefix(s.cfg.Redis.Prefix))
+	if err != nil {
+		return err
+	}
 	bm, err := bulkhead.NewMetrics(s.reg)
 	if err != nil {
 		return err
@@ -108,10 +115,7 @@ func (s *Instance) buildStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A call slower than the decision's deadline runs on (up to the Redis
-	// timeout) rather than being cut, which would cost its connection.
-	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m,
-		CallTimeout: s.cfg.Redis.Timeout.D(), Logger: s.redisLogger()}
+	fs := fallback.Settings{Guard: guard, Instances: s.cfg.Fallback.Instances, Errors: m, Logger: s.redisLogger()}
 	if fs.Instances == 0 && !s.controllerOnly {
 		hb, err := coord.NewHeartbeat(s.rdb, coord.HeartbeatSettings{Prefix: s.cfg.Redis.Prefix})
 		if err != nil {

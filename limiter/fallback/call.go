@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/throttledhq/throttled/limiter"
 )
@@ -16,20 +17,36 @@ func (f *Store) call(ctx context.Context, req limiter.Request, d *limiter.Decisi
 		*d, err = f.shared.Decide(ctx, req)
 		return timeoutErr(ctx, err)
 	}
-	if f.detached.Add(1) > int64(f.s.MaxDetached) {
-		f.detached.Add(-1)
+	if f.detached.Load() >= int64(f.s.MaxDetached) {
 		return ErrBusy
 	}
-	done := make(chan detachedResult, 1) // the call never blocks on it, waited for or not
-	go f.runDetached(context.WithoutCancel(ctx), req, done)
+	dc := &detachedCall{done: make(chan detachedResult, 1)} // the call never blocks on done
+	go f.runDetached(context.WithoutCancel(ctx), req, dc)
 	select {
-	case r := <-done:
+	case r := <-dc.done:
 		*d = r.d
 		return timeoutErr(ctx, r.err)
 	case <-ctx.Done():
+		if dc.state.CompareAndSwap(callRunning, callLate) {
+			f.detached.Add(1) // until runDetached ends it
+		}
 		return ctx.Err() // the call finishes on its own, and keeps its connection
 	}
 }
+
+// A detachedCall is one shared call on its own goroutine. Its state says
+// whether its caller stopped waiting first (callLate: it counts in
+// Store.detached until it ends) or it ended first (callEnded).
+type detachedCall struct {
+	done  chan detachedResult
+	state atomic.Int32
+}
+
+const (
+	callRunning int32 = iota
+	callLate
+	callEnded
+)
 
 type detachedResult struct {
 	d   limiter.Decision
@@ -37,12 +54,14 @@ type detachedResult struct {
 }
 
 // runDetached makes one shared call bounded by CallTimeout alone.
-func (f *Store) runDetached(ctx context.Context, req limiter.Request, done chan<- detachedResult) {
-	defer f.detached.Add(-1)
+func (f *Store) runDetached(ctx context.Context, req limiter.Request, dc *detachedCall) {
 	ctx, cancel := context.WithTimeout(ctx, f.s.CallTimeout)
 	defer cancel()
 	d, err := f.shared.Decide(ctx, req)
-	done <- detachedResult{d, err}
+	dc.done <- detachedResult{d, err}
+	if !dc.state.CompareAndSwap(callRunning, callEnded) {
+		f.detached.Add(-1) // a late call ends
+	}
 }
 
 // timeoutErr makes an error caused by ctx's end wrap ctx.Err(), whatever the

@@ -88,8 +88,10 @@ type Settings struct {
 	// and the count of fallback decisions in it). Nil: no log.
 	Logger *slog.Logger
 	// MaxDetached bounds the calls running past their deadline at once;
-	// beyond it a decision falls back without calling (ErrBusy). Zero
-	// means DefaultMaxDetached. Used only with CallTimeout.
+	// beyond it a decision falls back without calling (ErrBusy). Calls
+	// still within their deadline do not count (those in flight when the
+	// bound is reached may still outlive theirs). Zero means
+	// DefaultMaxDetached. Used only with CallTimeout.
 	MaxDetached int
 	// Reserve is the least time kept, of a caller whose context has a
 	// deadline, for deciding locally and answering: the decision waits for
@@ -181,7 +183,7 @@ type Store struct {
 	active   atomic.Bool
 	ep       episode      // of active: its transitions, logged
 	calls    sync.Pool    // *sharedCall
-	detached atomic.Int64 // calls running on their own (CallTimeout)
+	detached atomic.Int64 // calls running past their deadline (CallTimeout)
 }
 
 // New returns a Store around shared. If reg is not nil it

@@ -25,17 +25,45 @@ func totalConnections(t *testing.T, c *redis.Client) int64 {
 // their pooled connections: Redis accepts (almost) no new connection, where
 // cutting each late call would have cost one per decision.
 func TestSlowRedisKeepsConnections(t *testing.T) {
-	const workers, rounds = 4, 3
 	r := testenv.StartRedis(t)
-	admin := r.Client()
 	c := redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: true,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2 * workers})
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 8})
 	defer c.Close()
 	f, err := fallback.New(redisstore.New(c, limiter.WithPrefix("slow:")),
 		fallback.Settings{Deadline: 50 * time.Millisecond, CallTimeout: 2 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	slowRounds(t, r, f)
+}
+
+// TestSlowRedisStoreTimeoutKeepsConnections is TestSlowRedisKeepsConnections
+// with the store's own CallTimeout (redisstore.Settings) instead of the
+// fallback's, as throttled serve wires them: the batch runs on past the
+// decision's deadline, and no goroutine is started per decision.
+func TestSlowRedisStoreTimeoutKeepsConnections(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: true,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 8})
+	defer c.Close()
+	shared, err := redisstore.NewWithSettings(c, redisstore.Settings{CallTimeout: 2 * time.Second},
+		limiter.WithPrefix("slow:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fallback.New(shared, fallback.Settings{Deadline: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowRounds(t, r, f)
+}
+
+// slowRounds pauses r three times for 300 ms while 4 workers decide
+// through f: every decision falls back during the pause, none after it,
+// and Redis accepts at most a warm pool of new connections.
+func slowRounds(t *testing.T, r *testenv.Redis, f *fallback.Store) {
+	const workers, rounds = 4, 3
+	admin := r.Client()
 	rule := limiter.Rule{Name: "r", Limit: 1_000_000, Period: time.Second, Fallback: limiter.FallbackAllow}
 	decide := func() (fell int) {
 		var mu sync.Mutex

@@ -53,11 +53,23 @@ type Settings struct {
 	// for each master's); beyond it Decide returns ErrBusy at once. 0 means
 	// 8192.
 	MaxWaiting int
+	// CallTimeout, when set, bounds each pipeline on its own, apart from
+	// its callers' deadlines: a caller still stops waiting when its context
+	// ends, but its batch runs on, up to CallTimeout, so that it finishes
+	// and keeps its connection (go-redis closes a connection whose read a
+	// deadline cuts). A caller with a shorter deadline (the fallback's)
+	// then needs no goroutine of its own to run the call past it, as
+	// fallback.Settings.CallTimeout starts one per decision. A lone
+	// decision is then queued too, never sent from its caller's goroutine.
+	// Zero means a pipeline ends at the latest of its callers' deadlines.
+	// Batches only (MaxBatch > 1): an unbatched call ends at its caller's.
+	CallTimeout time.Duration
 }
 
 func (s Settings) withDefaults() (Settings, error) {
-	if s.MaxBatch < 0 || s.Pipelines < 0 || s.MaxWaiting < 0 || s.Linger > time.Millisecond {
-		return s, fmt.Errorf("%w: want MaxBatch, Pipelines, MaxWaiting ≥ 0 and Linger ≤ 1ms, got %+v", ErrBadSettings, s)
+	if s.MaxBatch < 0 || s.Pipelines < 0 || s.MaxWaiting < 0 || s.CallTimeout < 0 || s.Linger > time.Millisecond {
+		return s, fmt.Errorf("%w: want MaxBatch, Pipelines, MaxWaiting, CallTimeout ≥ 0 and Linger ≤ 1ms, got %+v",
+			ErrBadSettings, s)
 	}
 	if s.MaxBatch == 0 {
 		s.MaxBatch = 64
@@ -202,7 +214,7 @@ func (r *Store) send(sc *scratch) {
 		live = append(live, j)
 	}
 	if len(live) > 0 {
-		ctx, cancel := batchContext(live)
+		ctx, cancel := r.batchContext(live)
 		r.exec(ctx, live, sc)
 		cancel()
 		for _, j := range live {
@@ -244,9 +256,13 @@ func ended(ctx context.Context) error {
 	return nil
 }
 
-// batchContext bounds a pipeline by the latest deadline of its jobs, or by
-// nothing (the client's timeouts) when one of them has no deadline.
-func batchContext(jobs []*job) (context.Context, context.CancelFunc) {
+// batchContext bounds a pipeline by CallTimeout when set, else by the
+// latest deadline of its jobs, or by nothing (the client's timeouts) when
+// one of them has no deadline.
+func (r *Store) batchContext(jobs []*job) (context.Context, context.CancelFunc) {
+	if r.set.CallTimeout > 0 {
+		return context.WithTimeout(context.Background(), r.set.CallTimeout)
+	}
 	var last time.Time
 	for _, j := range jobs {
 		d, ok := j.ctx.Deadline()

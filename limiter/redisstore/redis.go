@@ -28,7 +28,7 @@ type Store struct {
 	err    error            // a bad prefix: every decision fails with it
 	set    Settings
 	multi  bool // batch scripts: c is a single Redis
-	alone  bool // a lone decision may be sent from its caller: c honours deadlines
+	alone  bool // a lone decision may be sent from its caller: c honours deadlines, no CallTimeout
 	mult   atomic.Pointer[multCache]
 	lanes  lanes
 }
@@ -52,7 +52,7 @@ func NewWithSettings(c redis.UniversalClient, s Settings, opts ...limiter.Option
 	o := limiter.NewOptions(opts...)
 	_, single := c.(*redis.Client)
 	r := &Store{c: c, prefix: o.Prefix, now: o.Now, err: CheckPrefix(o.Prefix), set: s, multi: single}
-	r.alone = r.HonoursDeadlines() == nil
+	r.alone = r.HonoursDeadlines() == nil && s.CallTimeout == 0
 	r.lanes.cluster, _ = c.(*redis.ClusterClient)
 	return r, nil
 }

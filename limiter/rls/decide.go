@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -85,27 +86,25 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest, ans *a
 	if len(descs) == 0 || len(descs) > enforce.MaxQueries {
 		return nil, status.Errorf(codes.InvalidArgument, "rls: %d descriptors, want 1..%d", len(descs), enforce.MaxQueries)
 	}
-	qs := make([]enforce.Query, len(descs))
+	m := callPool.Get().(*callMemory)
+	defer m.release()
+	qs, out, parts := m.qs[:], m.out[:], m.parts[:0]
+	if len(descs) > 1 {
+		qs, out, parts = make([]enforce.Query, len(descs)), make([]enforce.Outcome, len(descs)), nil
+	}
 	for i, d := range descs {
-		q, err := queryOf(d, req.GetHitsAddend())
+		q, err := queryOf(d, req.GetHitsAddend(), parts)
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %v", i, err)
 		}
 		qs[i] = q
 	}
-	out := make([]enforce.Outcome, len(qs))
 	res, err := s.check.CheckKeys(ctx, qs, out)
 	ans.tier = res.Tier
-	var qe *enforce.QueryError
-	switch {
-	case errors.As(err, &qe) && qe.Field == "cost":
-		*ans = answered{code: http.StatusTooManyRequests, reason: instrument.ReasonOverQuota}
-		return beyondCapacity(len(qs), qe.Index), nil
-	case errors.As(err, &qe):
-		return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %s: %s", qe.Index, qe.Field, qe.Msg)
-	case err != nil:
-		return nil, status.Errorf(codes.Internal, "rls: %v", err)
-	case res.Allowed && res.Err != nil:
+	if err != nil {
+		return checkFailed(err, len(qs), ans)
+	}
+	if res.Allowed && res.Err != nil {
 		return nil, storeError(res.Err)
 	}
 	ans.code, ans.reason = http.StatusOK, res.AnswerReason()
@@ -113,6 +112,36 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest, ans *a
 		ans.code = res.Status
 	}
 	return answer(&res, qs, out), nil
+}
+
+// callMemory is the memory of decide for Envoy's usual call of one
+// descriptor (of a few entries), pooled: nothing of it outlives the call.
+type callMemory struct {
+	qs    [1]enforce.Query
+	out   [1]enforce.Outcome
+	parts [4]string
+}
+
+var callPool = sync.Pool{New: func() any { return new(callMemory) }}
+
+func (m *callMemory) release() {
+	*m = callMemory{}
+	callPool.Put(m)
+}
+
+// checkFailed answers a check that failed with err: a descriptor asking
+// for more than its bucket holds is refused, any other bad query is
+// INVALID_ARGUMENT.
+func checkFailed(err error, n int, ans *answered) (*rlsv3.RateLimitResponse, error) {
+	var qe *enforce.QueryError
+	switch {
+	case errors.As(err, &qe) && qe.Field == "cost":
+		*ans = answered{code: http.StatusTooManyRequests, reason: instrument.ReasonOverQuota}
+		return beyondCapacity(n, qe.Index), nil
+	case errors.As(err, &qe):
+		return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %s: %s", qe.Index, qe.Field, qe.Msg)
+	}
+	return nil, status.Errorf(codes.Internal, "rls: %v", err)
 }
 
 // beyondCapacity answers a request whose descriptor at index asks for more
@@ -142,9 +171,10 @@ func storeError(err error) error {
 	return status.Errorf(codes.Unavailable, "rls: the store failed and no fallback decided: %v", err)
 }
 
-// queryOf maps one descriptor onto a query (see the package doc).
-func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32) (enforce.Query, error) {
-	var q enforce.Query
+// queryOf maps one descriptor onto a query (see the package doc); its
+// Parts are appended to parts.
+func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32, parts []string) (enforce.Query, error) {
+	q := enforce.Query{Parts: parts}
 	entries := d.GetEntries()
 	if len(entries) > MaxEntries {
 		return q, fmt.Errorf("%d entries: at most %d", len(entries), MaxEntries)
