@@ -12,11 +12,10 @@ import (
 	"github.com/throttledhq/throttled/limiter/pipeline"
 )
 
-// TestHeadersNoneNoAllocs: the whole request path with only the decision
-// stage, on the in-memory store, for a rule whose headers are none,
-// allocates nothing of its own (bench http's memory-none): the bucket key
-// is made in pooled memory and the call is pooled.
-func TestHeadersNoneNoAllocs(t *testing.T) {
+// headersNonePipeline is a pipeline with only the decision stage, on the
+// in-memory store, for one rule per API key whose headers are none.
+func headersNonePipeline(t *testing.T) *pipeline.Pipeline {
+	t.Helper()
 	p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
 		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: enforce.HeadersNone}}}
 	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
@@ -27,6 +26,15 @@ func TestHeadersNoneNoAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pl
+}
+
+// TestHeadersNoneNoAllocs: the whole request path with only the decision
+// stage, on the in-memory store, for a rule whose headers are none,
+// allocates nothing of its own (bench http's memory-none): the bucket key
+// is made in pooled memory and the call is pooled.
+func TestHeadersNoneNoAllocs(t *testing.T) {
+	pl := headersNonePipeline(t)
 	seen := ""
 	h := pl.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if res := pipeline.ResultOf(w); res != nil {
@@ -63,16 +71,7 @@ func (w *stringWriter) WriteString(s string) (int, error) {
 // WriteString through the pipeline's: its text is not copied into a new
 // []byte per request.
 func TestHandlerStringPassesThrough(t *testing.T) {
-	p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
-		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: enforce.HeadersNone}}}
-	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := pipeline.New(pipeline.Settings{Enforcer: e})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := headersNonePipeline(t)
 	const body = "Hello, World! This answer is longer than a small stack buffer's 32 bytes."
 	h := pl.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) }))
 	r := httptest.NewRequest("GET", "/hello", nil)
