@@ -245,7 +245,7 @@ func (l *Law) Init(now time.Time) State {
 //     not: with no reading there is no headroom to size a step by.
 //
 // The signals read are in.Fresh when one of them is usable, else
-// in.Signals (see [Law.judge]). While this process is starved of CPU an
+// in.Signals (see [Law.read]). While this process is starved of CPU an
 // overload holds instead of cutting (see [Law.starved]).
 //
 // A tier's Rate follows its multiplier. A cut sets it to the tier's
@@ -259,7 +259,8 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 	next := l.normalize(st, now)
 	l.explainBounds(st, &next, now)
 	next.At = now
-	cond, worst, keep, driver := l.judge(in, now)
+	sigs := l.read(in, now)
+	cond, worst, keep, driver := l.assess(sigs, now)
 	next.Condition = cond
 	if cond != ConditionNoSignal {
 		next.LastValid = now
@@ -279,7 +280,7 @@ func (l *Law) Step(st State, in Input, now time.Time) State {
 		if worst > 0 {
 			room = (1 - l.s.Headroom) / worst
 		}
-		changed = l.increase(&next, ActionIncrease, room, l.idle(in, now), in.Admitted, now)
+		changed = l.increase(&next, ActionIncrease, room, l.idle(sigs, now), in.Admitted, now)
 	case ConditionNoSignal:
 		if blind = now.Sub(next.LastValid); blind >= l.s.HoldTimeout {
 			changed = l.increase(&next, ActionRecover, 1, false, nil, now)

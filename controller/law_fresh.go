@@ -2,8 +2,8 @@ package controller
 
 import "time"
 
-// judge reads the step's signals: in.Fresh when one of them is usable,
-// else in.Signals. It returns what assess returns.
+// read is the step's signals: in.Fresh when one of them is usable, else
+// in.Signals.
 //
 // Signals read through a window (a Prometheus's rate over seconds, scraped
 // every interval) lag the service by about half the window plus the
@@ -19,17 +19,18 @@ import "time"
 // release does not wait for the window to forget. The window decides when
 // nothing fresh is usable: an instance without traffic in the period, a
 // controller-only replica.
-func (l *Law) judge(in Input, now time.Time) (Condition, float64, reading, Signal) {
-	if cond, worst, keep, driver := l.assess(in.Fresh, now); cond != ConditionNoSignal {
-		return cond, worst, keep, driver
+func (l *Law) read(in Input, now time.Time) []Signal {
+	for _, s := range in.Fresh {
+		if l.Usable(s, now) {
+			return in.Fresh
+		}
 	}
-	return l.assess(in.Signals, now)
+	return in.Signals
 }
 
 // idle reports whether the inner loop refused nothing over the period:
-// the signals judge reads (in.Fresh when one is usable, else in.Signals)
-// include at least one usable refused fraction (a Signal with a Keep) and
-// each says 1, all kept. Idle alone is no proof of room: a service held
+// sigs, the step's signals (see [Law.read]), include at least one usable
+// refused fraction (a Signal with a Keep) and each says 1, all kept. Idle alone is no proof of room: a service held
 // at its knee by a cut can queue at the inner loop's limit without a
 // refusal (measured in `throttled bench overload --scenario instances`:
 // idle at room 1.5 to 1.8). Idle with deep room (≥ kneeRelease, which
@@ -37,11 +38,7 @@ func (l *Law) judge(in Input, now time.Time) (Condition, float64, reading, Signa
 // from a slowdown or a surge that ended, and the law then releases at
 // once. Without an inner loop to ask it is false, and a tier climbs back
 // by its growth factor a period.
-func (l *Law) idle(in Input, now time.Time) bool {
-	sigs := in.Signals
-	if cond, _, _, _ := l.assess(in.Fresh, now); cond != ConditionNoSignal {
-		sigs = in.Fresh
-	}
+func (l *Law) idle(sigs []Signal, now time.Time) bool {
 	asked := false
 	for _, s := range sigs {
 		if s.Keep > 0 && l.Usable(s, now) {
