@@ -229,10 +229,10 @@ func (l *Law) Init(now time.Time) State {
 //     the overload is over); one without a cap passes at once.
 //     Passing the knee forgets it. Deep room (≥ 4) while the inner loop
 //     refused nothing over the period (its refused fraction, a Signal with
-//     a Keep, reads 0: see [Law.idle]) means the overload is over: the
+//     a Keep, reads 0: see [Law.idle]) means the overload is over: every
 //     tier goes back to its ceiling in one step, so a backend back from a
 //     slowdown is not shed for the periods a geometric climb from the
-//     floor would take. A cut sized by measurement (a signal's
+//     floor, one tier after the other, would take. A cut sized by measurement (a signal's
 //     own Keep and the tiers' admitted rates) lands where the tier fits,
 //     or above it when β or the floor bounded it, not somewhere below: it
 //     sets the knee only α/4 above the new multiplier, so the tier holds

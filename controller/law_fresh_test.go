@@ -159,3 +159,21 @@ func TestStepReleaseJumpsWhenTheInnerLoopIsIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestStepReleaseJumpsEveryTier: when the overload is over (deep room, the
+// inner loop idle) every tier that was cut goes back to its ceiling in
+// the same step, not one tier a period in priority order.
+func TestStepReleaseJumpsEveryTier(t *testing.T) {
+	law := mustLaw(t, threeTiers())
+	cut := state(1, 0.5, 0.1)
+	cut.Tiers[1].Rate, cut.Tiers[1].LastDecrease = 40, t0
+	cut.Tiers[2].Knee, cut.Tiers[2].Rate, cut.Tiers[2].LastDecrease = 0.1+0.25/4, 12, t0
+	in := lagging(2, 0.1, 2*s)
+	in.Fresh = append(in.Fresh, Signal{Name: "saturation", Value: 0, Target: 0.05, Valid: true, At: at(2 * s), Keep: 1})
+	st := runSteps(t, law, cut, []step{{2 * s, in, []float64{1, 1, 1}, "hold increase increase", ConditionHealthy, 1}})
+	for _, ts := range st.Tiers {
+		if ts.Rate != 0 || ts.Knee != 0 {
+			t.Errorf("%s: rate cap %v, knee %v after the release; want neither", ts.Name, ts.Rate, ts.Knee)
+		}
+	}
+}

@@ -91,9 +91,12 @@ const kneeSlack = 0.5
 // by how much: room is 1 for a recovery), scales its rate cap alike, and
 // marks it with action. idle says the inner loop refused nothing over the
 // period (see [Law.idle]): with deep room too (≥ kneeRelease) the overload
-// is over and the tier goes back to its ceiling at once. It reports
-// whether it raised one; a tier holding at its knee raises none.
+// is over and every tier goes back to its ceiling at once (release). It
+// reports whether it raised one; a tier holding at its knee raises none.
 func (l *Law) increase(st *State, action Action, room float64, idle bool, admitted map[string]float64, now time.Time) bool {
+	if action == ActionIncrease && idle && room >= kneeRelease {
+		return l.release(st)
+	}
 	for i := range st.Tiers {
 		t, ts := l.tiers[i], &st.Tiers[i]
 		if ts.Multiplier < t.Ceiling {
@@ -103,8 +106,6 @@ func (l *Law) increase(st *State, action Action, room float64, idle bool, admitt
 			}
 			gap := ts.Knee - old
 			switch {
-			case action == ActionIncrease && idle && room >= kneeRelease:
-				ts.Multiplier = t.Ceiling
 			case action == ActionIncrease && gap > t.Alpha/4+snap: // snap: m + α/4 − m may round above α/4
 				ts.Multiplier = old + gap*math.Min(1, room-1)/2
 			case action == ActionIncrease && gap > 0 && ts.Rate > 0 && room < kneeRelease && now.Sub(ts.LastDecrease) < l.s.ProbeAfter:
@@ -127,4 +128,17 @@ func (l *Law) increase(st *State, action Action, room float64, idle bool, admitt
 		}
 	}
 	return false
+}
+
+// release puts every tier below its ceiling back at it, without a knee or
+// a rate cap, marked as an increase. It reports whether it raised one.
+func (l *Law) release(st *State) bool {
+	raised := false
+	for i := range st.Tiers {
+		if t, ts := l.tiers[i], &st.Tiers[i]; ts.Multiplier < t.Ceiling {
+			ts.Multiplier, ts.Knee, ts.Rate, ts.LastAction = t.Ceiling, 0, 0, ActionIncrease
+			raised = true
+		}
+	}
+	return raised
 }
