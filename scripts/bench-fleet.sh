@@ -33,6 +33,13 @@ one() { # N backend run [tag, default the backend]
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # field F (a jq path) of the runs of cell n=$1 backend=$2
 col() { for f in "$out"/fleet-n"$1"-"$2"-*.json; do [ -s "$f" ] && jq -r "$3" "$f"; done | median; }
+# recovery: a run that did not recover (-1) counts as the longest
+recovery() {
+  col "$1" "$2" '.recovery_s | if . < 0 then 1e9 else . end' |
+    awk '{ if ($1 + 0 >= 1e9) print "not within the run"; else print $1 }'
+}
+# a field whose -1 means "not for this shape" (the fine instances of a shared backend)
+shape() { local v; v=$(col "$@"); if [ "$v" = "-1" ]; then echo "–"; else echo "$v"; fi; }
 
 if [[ " $tables " == *" targets "* ]]; then
   for r in $(seq 1 "$runs"); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
@@ -41,10 +48,10 @@ if [[ " $tables " == *" targets "* ]]; then
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for n in $ns; do for b in $backends; do
     echo "| $n | $b | $(col "$n" "$b" .phases.overload.premium_admitted_pct) | $(col "$n" "$b" .phases.overload.goodput_ratio) \
-| $(col "$n" "$b" .lowest_goodput_ratio) | $(col "$n" "$b" .recovery_s) | $(col "$n" "$b" .flips_per_min) \
+| $(col "$n" "$b" .lowest_goodput_ratio) | $(recovery "$n" "$b") | $(col "$n" "$b" .flips_per_min) \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .within_10pct] | first // 0)') / $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .seconds] | first // 0)') \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .median_ratio] | first // "-")') \
-| $(col "$n" "$b" .fleet.propagation_p99_ms) | $(col "$n" "$b" .fleet.leader_gap_s) | $(col "$n" "$b" .fleet.fine_shed_pct) / $(col "$n" "$b" .fleet.fine_gated_pct) \
+| $(col "$n" "$b" .fleet.propagation_p99_ms) | $(col "$n" "$b" .fleet.leader_gap_s) | $(shape "$n" "$b" .fleet.fine_shed_pct) / $(shape "$n" "$b" .fleet.fine_gated_pct) \
 | $(col "$n" "$b" .fleet.cpu_core_share) |"
   done; done
 fi
