@@ -16,6 +16,7 @@ set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 export PATH=$PATH:/usr/local/go/bin:$HOME/go/bin
 cd "$(dirname "$0")/.."
+. scripts/rls-bench-config.sh
 : "${BEFORE:?set BEFORE to the throttled binary to compare with}"
 runs=${RUNS:-3}; callers=${CALLERS:-64}; keys=${KEYS:-10000}; dur=${DUR:-8s}; port=${PORT:-16900}
 dir=$(mktemp -d)
@@ -37,19 +38,7 @@ round() { # binary, label
     --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
   until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
   for i in 0 1; do
-    cat >"$dir/t$i.yaml" <<EOY
-redis: { url: "redis://127.0.0.1:$port/1" }
-rls: { domain: bench, listen: 127.0.0.1:$((port + 3 + i)) }
-fallback: { deadline: 1s }
-tiers:
-  free: { rate: 100, period: 1s, burst: 100, priority: 1 }
-rules:
-  - name: per_key
-    match: { path: / }
-    key: header:X-Key
-controller: { disabled: true }
-log: { level: warn }
-EOY
+    rls_bench_config "redis://127.0.0.1:$port/1" "127.0.0.1:$((port + 3 + i))" 1s >"$dir/t$i.yaml"
     "$bin" serve --config "$dir/t$i.yaml" --admin-listen "127.0.0.1:$((port + 1 + i))" >"$dir/t$i.log" 2>&1 &
     pids+=($!)
   done

@@ -25,6 +25,7 @@ set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 export PATH=$PATH:/usr/local/go/bin:$HOME/go/bin
 cd "$(dirname "$0")/.."
+. scripts/rls-bench-config.sh
 dur=${DUR:-10s}; warmup=${WARMUP:-1s}; runs=${RUNS:-3}; keys=${KEYS:-10000}
 callers=${CALLERS:-16 64}; span=${SPAN:-200ms}; exact=${EXACT:-3}; port=${PORT:-16500}
 deadline=${FALLBACK_DEADLINE:-1s}
@@ -48,21 +49,7 @@ redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$d
 until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
 redis="redis://127.0.0.1:$port"
 
-# throttled: rule per_key, 100/s (burst 100) per key; the key is the
-# descriptor's entry "key".
-cat >"$dir/throttled.yaml" <<EOF
-redis: { url: "$redis/1" }
-rls: { domain: bench }
-fallback: { deadline: $deadline }
-tiers:
-  free: { rate: 100, period: 1s, burst: 100, priority: 1 }
-rules:
-  - name: per_key
-    match: { path: / }
-    key: header:X-Key
-controller: { disabled: true }
-log: { level: warn }
-EOF
+# throttled: rule per_key, 100/s (burst 100) per key (scripts/rls-bench-config.sh).
 # the reference: the same descriptor, 100 per second per value of "key"
 mkdir -p "$dir/runtime/ratelimit/config"
 cat >"$dir/runtime/ratelimit/config/bench.yaml" <<EOF
@@ -78,7 +65,7 @@ EOF
 thr=() ref=() thr_pids=() ref_pids=()
 for i in 0 1; do
   a=$((port + 1 + i)); g=$((port + 3 + i))
-  sed "s/^rls: { /rls: { listen: 127.0.0.1:$g, /" "$dir/throttled.yaml" >"$dir/throttled$i.yaml"
+  rls_bench_config "$redis/1" "127.0.0.1:$g" "$deadline" >"$dir/throttled$i.yaml"
   "$dir/bin/throttled" serve --config "$dir/throttled$i.yaml" --admin-listen "127.0.0.1:$a" \
     >"$dir/throttled$i.log" 2>&1 &
   pids+=($!) thr_pids+=($!) thr+=("127.0.0.1:$g")
