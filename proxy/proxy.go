@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttledhq/throttled/limiter/enforce"
 	"github.com/throttledhq/throttled/limiter/identity"
+	"github.com/throttledhq/throttled/limiter/instrument"
 	"github.com/throttledhq/throttled/limiter/pipeline"
 )
 
@@ -96,8 +97,9 @@ func setDefault[T comparable](v *T, def T) {
 
 // ServeHTTP bounds the body, then runs the pipeline and the upstream.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength > p.s.MaxBodyBytes { // declared: refused before it counts
+	if r.ContentLength > p.s.MaxBodyBytes { // declared: refused before a rule counts it
 		refuseBody(w, p.s.MaxBodyBytes)
+		p.s.Pipeline.Count("", http.StatusRequestEntityTooLarge, instrument.ReasonInvalid)
 		return
 	}
 	r, release := limitBody(w, r, p.s.MaxBodyBytes)

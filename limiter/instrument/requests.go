@@ -44,7 +44,8 @@ const (
 	// bulkhead or the gate (or, at a gateway, before the check's answer).
 	ReasonClientGone = "client_gone"
 	// ReasonInvalid: a gateway's check that could not be asked: 400 (bad
-	// input), 404 (unknown RLS domain), 405 (not a POST).
+	// input), 404 (unknown RLS domain), 405 (not a POST); and the proxy's
+	// 413 to a declared body over its bound, refused before any rule.
 	ReasonInvalid = "invalid"
 	// ReasonStoreError: a gateway's check the store failed on with no
 	// fallback deciding it: the RLS answers UNAVAILABLE (code 503) and the

@@ -205,6 +205,11 @@ func (p *Pipeline) answered(c *call) {
 	p.count(c.res.Tier, c.status, reason)
 }
 
+// Count counts in Settings.Requests one request that its front answered
+// before the pipeline ran (the proxy's 413 for a declared body over its
+// bound), so that every request is counted once.
+func (p *Pipeline) Count(tier string, code int, reason string) { p.count(tier, code, reason) }
+
 // count counts one request in Settings.Requests.
 func (p *Pipeline) count(tier string, code int, reason string) {
 	if p.s.Requests != nil {
