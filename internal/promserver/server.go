@@ -236,14 +236,22 @@ func (p *Server) ready(c *http.Client, n int) error {
 	return nil
 }
 
-func (p *Server) get(c *http.Client, path string, v any) error {
-	resp, err := c.Get(p.URL() + path)
+func (p *Server) get(c *http.Client, path string, v any) error { return GetJSON(c, p.URL(), path, v) }
+
+// GetJSON GETs path from the Prometheus server at base and decodes its
+// JSON body into v (unless nil); a status other than 200 is an error
+// naming path.
+func GetJSON(c *http.Client, base, path string, v any) error {
+	resp, err := c.Get(base + path)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", path, resp.Status)
+	}
+	if v == nil {
+		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }

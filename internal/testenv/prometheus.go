@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -148,18 +147,7 @@ func (p *Prometheus) wait() error {
 
 // get GETs path from p and decodes its JSON body into v (unless nil).
 func (p *Prometheus) get(c *http.Client, path string, v any) error {
-	resp, err := c.Get(p.URL() + path)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", path, resp.Status)
-	}
-	if v == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return promserver.GetJSON(c, p.URL(), path, v)
 }
 
 // API returns a client of the server's HTTP API.

@@ -60,7 +60,7 @@ var RequestReasons = [...]string{ReasonAdmitted, ReasonFallback, ReasonOverQuota
 	ReasonInvalid, ReasonStoreError}
 
 // TierNone is the tier label of a request that has no tier (a gateway's
-// check that failed before one was known).
+// check that failed before one was known, the proxy's 413 before any rule).
 const TierNone = "none"
 
 // Requests is throttled_requests_total{tier,code,reason}: every request
