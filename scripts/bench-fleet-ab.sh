@@ -28,7 +28,7 @@ for n in $ns; do for b in base head; do
   row="| $n | $b ($([ $b = base ] && echo "$base" || git rev-parse --short HEAD))"
   for i in 1 2 3 4 5 6; do
     # recovery -1 (not within the run) counts as the longest
-    row="$row | $(for f in "$out/$b-$n"-*.json; do [ -s "$f" ] && jq -r "$q" "$f" | cut -f$i; done |
+    row="$row | $(for f in "$out/$b-$n"-*.json; do if [ -s "$f" ]; then jq -r "$q" "$f" | cut -f$i; fi; done |
       awk -v i=$i '{ print (i == 4 && $1 < 0) ? 1e9 : $1 }' | median | sed 's/^1000000000$/not within the run/')"
   done
   echo "$row |"
