@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/throttledhq/throttled/signals"
 )
 
 // Gate is what the concurrency loop drives: a concurrency limit in front
@@ -30,6 +32,7 @@ type ConcurrencyLoop struct {
 	clock Clock
 	met   concurrencyMetrics
 	sat   *saturation // nil when the gate does not count refusals
+	cpu   CPUWaitReader
 	name  string
 	log   *slog.Logger
 	sum   limitSummary // touched only by Run
@@ -58,7 +61,7 @@ func NewConcurrencyLoop(name string, law *Gradient, gate Gate, reg prometheus.Re
 		return nil, err
 	}
 	l := &ConcurrencyLoop{law: law, gate: gate, clock: clock, met: met, st: law.Init(clock.Now()), name: name,
-		log: slog.New(slog.DiscardHandler)}
+		log: slog.New(slog.DiscardHandler), cpu: signals.ProcessCPUWait()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -96,10 +99,11 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 
 func (l *ConcurrencyLoop) tick() {
 	n, avg, fastest, peak := l.gate.TakeWindow()
+	cpu := l.cpuWait()
 	now := l.clock.Now()
 	l.mu.Lock()
 	prev := l.st.Permits()
-	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak}, now)
+	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, CPUWait: cpu}, now)
 	st := l.st
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/throttledhq/throttled/signals"
 )
 
 // fakeGate answers TakeWindow from a script (call i gets windows[i], an
@@ -151,3 +153,28 @@ throttled_inner_loop_steps_total{action="increase",name="upstream"} 1
 }
 
 func prometheusFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// fixedCPUWait reads the same fraction every time.
+type fixedCPUWait float64
+
+func (f fixedCPUWait) Read() signals.Value { return signals.Value{V: float64(f), Valid: true} }
+
+// TestConcurrencyLoopHoldsUnusedLimitWhileStarved: the loop passes the
+// process's CPU wait to the law with each window, so an unused limit holds
+// while the process is starved and decays when it is not.
+func TestConcurrencyLoopHoldsUnusedLimitWhileStarved(t *testing.T) {
+	windows := slices.Repeat([]Window{win(10, 20*ms, 3)}, 11) // the first is dropped
+	for _, c := range []struct {
+		wait float64
+		want int
+	}{{0.5, 20}, {0.05, 12}} {
+		gate := &fakeGate{windows: windows}
+		l, _, ctx := newConcurrencyHarness(t, 10, gate, nil, WithCPUWait(fixedCPUWait(c.wait)))
+		if err := l.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := gate.limits[len(gate.limits)-1]; got != c.want {
+			t.Errorf("CPU wait %v, 3 of 20 in flight for 1 s: limit %d, want %d", c.wait, got, c.want)
+		}
+	}
+}

@@ -130,8 +130,13 @@
 // above the limit is not taken while fewer than three quarters of the
 // permits were in use in the window (latency at low concurrency says
 // nothing about a higher limit), so the limit stays near what is used and
-// binds soon when the upstream slows down or a surge starts. A window
-// with fewer than MinSamples samples holds. Behind a saturated upstream
+// binds soon when the upstream slows down or a surge starts. Such a
+// limit, unused, falls towards 2 × the most in flight + Allowance with
+// time constant [GradientSettings.DecayWindow], so that N instances behind
+// one upstream meet a surge at limits that follow their shares, not at
+// N × InitialLimit; not in a window whose [Window.CPUWait] is at or above
+// [GradientSettings.DecayStarvedAt] (a process short of CPU stalls its own
+// callers). A window with fewer than MinSamples samples holds. Behind a saturated upstream
 // (W workers) the law settles near W × (1 + Tolerance) + Allowance calls
 // in flight per instance.
 //

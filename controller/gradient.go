@@ -21,6 +21,8 @@ const (
 	DefaultBaselineWindow = 30 * time.Second
 	DefaultRelearnAfter   = 5 * time.Second
 	DefaultMinSamples     = 1
+	DefaultDecayWindow    = time.Second
+	DefaultDecayStarvedAt = 0.2
 )
 
 // The gradient is clamped into [minGradient, maxGradient] (as in Envoy's
@@ -91,6 +93,24 @@ type GradientSettings struct {
 	// MinSamples is the fewest latency samples a window needs to move the
 	// limit; a window with fewer holds. 0 means DefaultMinSamples.
 	MinSamples int
+	// DecayWindow is the time constant with which a limit the calls never
+	// come near (fewer than three quarters of it in flight, latency with
+	// room to grow) falls towards twice the most in flight plus Allowance.
+	// A limit nobody uses is a promise the upstream may not keep: N
+	// instances behind one upstream, each at its initial limit, let N ×
+	// InitialLimit calls onto it in a surge's first interval, and a busy
+	// instance's limit should stand above a quiet one's when the surge
+	// comes. 0 means DefaultDecayWindow.
+	DecayWindow time.Duration
+	// DecayStarvedAt: a window whose Window.CPUWait is at or above it does
+	// not decay the limit. A process short of CPU stalls its own callers,
+	// so its calls in flight fall for want of CPU, not of demand; a limit
+	// decayed on them meets the next surge small, with starved latencies
+	// above Target that only cut it further. On a host that keeps the
+	// process waiting this much all the time, unused limits stay where
+	// they are, as without the decay. In (0, 1]; 0 means
+	// DefaultDecayStarvedAt.
+	DecayStarvedAt float64
 }
 
 // withDefaults returns s with every zero field replaced by its default.
@@ -103,6 +123,7 @@ func (s GradientSettings) withDefaults() GradientSettings {
 	def(&s.Interval, DefaultInterval)
 	def(&s.BaselineWindow, DefaultBaselineWindow)
 	def(&s.RelearnAfter, DefaultRelearnAfter)
+	def(&s.DecayWindow, DefaultDecayWindow)
 	for _, f := range []struct {
 		v *int
 		d int
@@ -118,7 +139,7 @@ func (s GradientSettings) withDefaults() GradientSettings {
 		v *float64
 		d float64
 	}{{&s.Tolerance, DefaultTolerance}, {&s.Smoothing, DefaultSmoothing}, {&s.Allowance, DefaultAllowance},
-		{&s.Quiet, DefaultQuiet}} {
+		{&s.Quiet, DefaultQuiet}, {&s.DecayStarvedAt, DefaultDecayStarvedAt}} {
 		if *f.v == 0 {
 			*f.v = f.d
 		}
@@ -151,6 +172,8 @@ func (s GradientSettings) Validate() error {
 		fmt.Sprintf("must be longer than interval %v", d.Interval))
 	check(d.RelearnAfter > 0, "relearn_after", s.RelearnAfter, "must be positive")
 	check(d.MinSamples >= 1, "min_samples", s.MinSamples, "must be at least 1")
+	check(d.DecayWindow > 0, "decay_window", s.DecayWindow, "must be positive")
+	check(d.DecayStarvedAt > 0 && d.DecayStarvedAt <= 1, "decay_starved_at", s.DecayStarvedAt, "must be in (0, 1]")
 	return errors.Join(errs...)
 }
 
@@ -160,6 +183,9 @@ type Window struct {
 	Avg         time.Duration // their average latency (upstream round trip)
 	Min         time.Duration // their shortest latency; 0 means unknown (Avg)
 	MaxInFlight int           // the most calls in flight at once
+	// CPUWait is the fraction of this process's runnable time spent
+	// waiting for a CPU during the window (signals.CPUWait); 0 if unknown.
+	CPUWait float64
 }
 
 // GradientState is what the concurrency law carries from one step to the
@@ -241,8 +267,11 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 			base = w.Min
 		}
 	}
-	est := g.estimate(next.Limit, base, lat, w.MaxInFlight)
+	est, unused := g.estimate(next.Limit, base, lat, w.MaxInFlight)
 	limit := next.Limit + (est-next.Limit)*g.s.Smoothing
+	if unused && w.CPUWait < g.s.DecayStarvedAt {
+		limit = g.decay(next.Limit, w.MaxInFlight, now.Sub(st.At))
+	}
 	limit = math.Max(float64(g.s.MinLimit), math.Min(float64(g.s.MaxLimit), limit))
 	switch {
 	case limit < next.Limit:
@@ -268,11 +297,12 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 // Target / latency and no allowance is added, so that the limit
 // decreases. An estimate above the limit is not taken while fewer than
 // three quarters of the permits were ever in use: latency measured at low
-// concurrency says nothing about a higher limit. (Gradient2 says half;
+// concurrency says nothing about a higher limit; the limit is then unused
+// (see DecayWindow). (Gradient2 says half;
 // with half, the limit sat at 2.5 × the calls a 0.8 × capacity load keeps
 // in flight, and when the upstream slowed down, lower tiers filled its
 // queue for 130 ms before the limit bound.)
-func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int) float64 {
+func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int) (est float64, unused bool) {
 	grad := float64(base) * (1 + g.s.Tolerance) / float64(lat)
 	if t := g.s.Target; t > 0 {
 		// quiet: no decrease, and no cliff past it
@@ -280,13 +310,27 @@ func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int
 	}
 	grad = math.Max(minGradient, math.Min(maxGradient, grad))
 	if t := g.s.Target; t > 0 && lat > t {
-		return limit * math.Max(minGradient, math.Min(grad, float64(t)/float64(lat)))
+		return limit * math.Max(minGradient, math.Min(grad, float64(t)/float64(lat))), false
 	}
-	est := limit*grad + g.s.Allowance
+	est = limit*grad + g.s.Allowance
 	if est > limit && float64(inflight) < limit*3/4 {
+		return limit, true
+	}
+	return est, false
+}
+
+// decay is the limit of a gate whose calls stayed below three quarters of
+// it, after dt (Interval if unknown): towards 2 × inflight + Allowance, as
+// an exponential average with time constant DecayWindow; never up.
+func (g *Gradient) decay(limit float64, inflight int, dt time.Duration) float64 {
+	used := 2*float64(inflight) + g.s.Allowance
+	if used >= limit {
 		return limit
 	}
-	return est
+	if dt <= 0 {
+		dt = g.s.Interval
+	}
+	return limit - (limit-used)*(1-math.Exp(-float64(dt)/float64(g.s.DecayWindow)))
 }
 
 // follow moves the baseline towards the window's latency: down at once

@@ -76,7 +76,7 @@ func TestGradientQuietLatencyNeverDecreases(t *testing.T) {
 	runGradient(t, g, g.Init(t0), []gstep{
 		{win(10, 20*ms, 20), smooth(20, 1.25), 20 * ms, ActionIncrease},
 		{win(10, 40*ms, 23), smooth(23, 1), b2, ActionIncrease},                                     // quiet: gradient 0.625 → 1
-		{win(10, 40*ms, 10), smooth(23, 1), b3, ActionHold},                                         // quiet, few in use: hold
+		{win(10, 40*ms, 12), smooth(23, 1), b3, ActionHold},                                         // quiet, few in use: hold
 		{win(10, 80*ms, 20), smooth(smooth(23, 1), 62.5/80), b3 + dur(80*ms-b3, r), ActionDecrease}, // 80 ms is past 62.5 ms
 	})
 	noTarget := mustGradient(t, GradientSettings{MaxLimit: 40, BaselineWindow: 10 * s})
@@ -195,18 +195,20 @@ func TestGradientBaselineTracking(t *testing.T) {
 	b3 := b2 + (10*ms-b2)/2
 	b4 := b3 + (10*ms-b3)/2
 	b6 := b4 + dur(40*ms-b4, r)
+	// 5 of 10 in flight: too few to grow on, enough to keep the limit
+	// (2 × 5 + allowance; see TestGradientLimitFollowsTheCallsInFlight).
 	runGradient(t, g, GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, []gstep{
-		{win(10, 30*ms, 1), 0, b1, ActionDecrease}, // slower: rises slowly
-		{win(10, 30*ms, 1), 0, b2, ActionDecrease},
-		{win(10, 10*ms, 1), 0, b3, ActionHold}, // faster: falls halfway at once
-		{win(10, 10*ms, 1), 0, b4, ActionHold},
+		{win(10, 30*ms, 5), 0, b1, ActionDecrease}, // slower: rises slowly
+		{win(10, 30*ms, 5), 0, b2, ActionDecrease},
+		{win(10, 10*ms, 5), 0, b3, ActionHold}, // faster: falls halfway at once
+		{win(10, 10*ms, 5), 0, b4, ActionHold},
 		{Window{}, 0, b4, ActionHold}, // no samples: unchanged
-		{win(10, 40*ms, 1), 0, b6, ActionDecrease},
-		{win(10, b6, 1), 0, b6, ActionHold}, // on the baseline: unchanged (growth needs use)
+		{win(10, 40*ms, 5), 0, b6, ActionDecrease},
+		{win(10, b6, 5), 0, b6, ActionHold}, // on the baseline: unchanged (growth needs use)
 	})
 	// The rise is exponential in the time passed: one step 1 s after the
 	// previous one covers 1 − 1/e of the way.
-	st := g.Step(GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, win(10, 30*ms, 1), t0.Add(time.Second))
+	st := g.Step(GradientState{Limit: 10, Baseline: 20 * ms, At: t0}, win(10, 30*ms, 5), t0.Add(time.Second))
 	if want := 20*ms + dur(10*ms, 1-math.Exp(-1)); (st.Baseline - want).Abs() > time.Microsecond {
 		t.Errorf("one step after 1s: baseline %v, want %v", st.Baseline, want)
 	}
@@ -247,7 +249,7 @@ func TestGradientRelearnsBaselineAtMinLimit(t *testing.T) {
 func TestGradientSettingsDefaults(t *testing.T) {
 	g := mustGradient(t, GradientSettings{})
 	want := GradientSettings{Interval: 100 * ms, MinLimit: 2, MaxLimit: 1000, InitialLimit: 20, Tolerance: 0.25,
-		Smoothing: 0.5, Allowance: 1, Quiet: 0.25, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1}
+		Smoothing: 0.5, Allowance: 1, Quiet: 0.25, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1, DecayWindow: s, DecayStarvedAt: 0.2}
 	if got := g.Settings(); got != want {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}

@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// fleetShares is the fleet bench's uneven balancer for 10 instances
+// (overload.FleetSplit(10), rounded): the busiest gets 5 × the median's
+// share, the others fall from twice the median to half of it.
+var fleetShares = []float64{0.355, 0.142, 0.118, 0.098, 0.082, 0.068, 0.057, 0.047, 0.039, 0.033} // sums to 1.039; rates below scale by it
+
+// TestGradientFleetMeetsTheSurgeAtLimitsFollowingShares: ten gates behind
+// one upstream of 8 workers, at 0.79 × capacity for 5 s, then 3 × capacity
+// split unevenly. Each gate's limit has fallen towards what it uses by
+// the time the surge comes: together they let in a few times the workers,
+// not 10 × the initial limit 20, and the busiest gate stands well above the
+// median one. So the surge's first interval queues a fraction of what it
+// did, and the busiest instance's share is not cut to the quiet ones'.
+func TestGradientFleetMeetsTheSurgeAtLimitsFollowingShares(t *testing.T) {
+	g := mustGradient(t, GradientSettings{Target: 250 * ms})
+	const at = 5 * time.Second
+	var rates []func(time.Duration) float64
+	for _, sh := range fleetShares {
+		sh /= 1.039
+		rates = append(rates, surge(0.79*400*sh, 3*400*sh, at))
+	}
+	s := newSim(g, simWorkers, simService, rates...)
+	s.run(at + time.Second)
+	limits := make([]int, len(s.gates))
+	sum := 0
+	for i := range s.gates {
+		ws := s.between(i, at-100*ms, at)
+		limits[i] = ws[len(ws)-1].limit
+		sum += limits[i]
+	}
+	t.Logf("limits when the surge comes: %v (sum %d)", limits, sum)
+	if sum > 8*simWorkers {
+		t.Errorf("the gates' limits sum to %d when the surge comes, want at most %d (8 × the workers)", sum, 8*simWorkers)
+	}
+	sorted := slices.Clone(limits)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	if float64(limits[0]) < 1.5*float64(median) {
+		t.Errorf("busiest gate at %d, the median one at %d: want the busiest at least 1.5 × the median", limits[0], median)
+	}
+	var worst time.Duration
+	for i := range s.gates {
+		worst = max(worst, stats(s.between(i, at, at+500*ms)).maxLatency)
+	}
+	if worst > 150*ms {
+		t.Errorf("latency up to %v in the surge's first half second, want at most 150ms (0.6 × the target)", worst)
+	}
+}
