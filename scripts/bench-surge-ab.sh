@@ -19,7 +19,9 @@ for r in $(seq 1 "$runs"); do for b in base head; do
   "$out/throttled-$b" bench overload --scenario surge --mode controller --duration "$dur" --json >"$out/$b-$r.json" 2>/dev/null
   echo "$b #$r (load $load): $(jq -r "$q" "$out/$b-$r.json")"
 done; done
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# A recovery of -1 (not within the run) sorts as the longest, and a
+# median that lands on it reads "not within the run".
+median() { sed 's/^-1$/inf/' | sort -g | awk '{a[NR]=$1} END {m = NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; print (m == "inf" || m+0 > 1e308) ? "not within the run" : m}'; }
 echo "| build | premium % | goodput ·C | lowest 1 s ·C | recovery s | flips/min |"
 echo "|---|---|---|---|---|---|"
 for b in base head; do
