@@ -32,8 +32,16 @@ const MaxEntries = 32
 
 // ShouldRateLimit decides req: the RateLimitService method.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	var ans answered
-	resp, err := s.decide(ctx, req, &ans)
+	var (
+		ans  answered
+		resp *rlsv3.RateLimitResponse
+		err  error
+	)
+	if s.work != nil {
+		resp, err = s.work.decide(ctx, req, &ans)
+	} else {
+		resp, err = s.decide(ctx, req, &ans)
+	}
 	code := answerOK
 	switch {
 	case err != nil:
