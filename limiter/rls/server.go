@@ -120,7 +120,7 @@ func New(c Checker, s Settings, reg prometheus.Registerer) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{check: c, set: s, grpc: grpc.NewServer(), health: health.NewServer(),
+	srv := &Server{check: c, set: s, grpc: grpc.NewServer(grpc.ForceServerCodecV2(newCodec())), health: health.NewServer(),
 		stopped: make(chan struct{}), answers: newAnswers()}
 	if reg != nil {
 		if err := reg.Register(srv.answers); err != nil {
