@@ -11,12 +11,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// codec is the server's gRPC codec: gRPC's proto codec, except that an
-// answer whose dynamic metadata is one of the shared Structs (metadataOf)
-// is written with that Struct's bytes, encoded once when it was made. The
-// Struct is a map of four or five fields, which protobuf sizes and writes
-// through reflection on every answer: about two thirds of the answer's
-// marshalling. The bytes on the wire are those proto.Marshal writes.
+// codec is the server's gRPC codec: gRPC's proto codec, except for the
+// answers, which are written by appendResponse (wire.go) without
+// protobuf's reflection, their dynamic metadata (one of metadataOf's shared
+// Structs) from the Struct's encoding made once with it. The Struct, a map
+// of four or five fields, took two thirds of an answer's marshalling by
+// proto.Marshal, which sizes and writes every field through reflection.
+// The bytes on the wire read back as the answer (codec_test.go).
 type codec struct{ proto encoding.CodecV2 }
 
 func newCodec() codec { return codec{proto: encoding.GetCodecV2(protocodec.Name)} }
@@ -37,24 +38,20 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 }
 
-// marshalResponse is proto.Marshal(r), with r's metadata written from its
-// encoding when it has one. r is not to be read meanwhile.
+// marshalResponse is proto.Marshal(r): by appendResponse with r's
+// metadata from its kept encoding, or by proto.Marshal when r's metadata
+// has none or r carries more than answer sets.
 func marshalResponse(r *rlsv3.RateLimitResponse) ([]byte, error) {
-	md := r.GetDynamicMetadata()
-	enc := encodedMetadata(md)
-	if enc == nil {
-		return proto.Marshal(r)
+	if md := encodedMetadata(r.GetDynamicMetadata()); md != nil || r.GetDynamicMetadata() == nil {
+		if b, ok := appendResponse(make([]byte, 0, responseSize(r)+len(md)), r, md); ok {
+			return b, nil
+		}
 	}
-	r.DynamicMetadata = nil
-	defer func() { r.DynamicMetadata = md }()
-	opt := proto.MarshalOptions{UseCachedSize: true}
-	n := opt.Size(r)
-	b, err := opt.MarshalAppend(make([]byte, 0, n+len(enc)), r)
+	b, err := proto.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("rls: marshal the answer: %w", err)
 	}
-	// Field 6 (dynamic_metadata) follows fields 1 to 3: the order proto.Marshal writes.
-	return append(b, enc...), nil
+	return b, nil
 }
 
 // metadataField is b, an encoded Struct, as RateLimitResponse's field

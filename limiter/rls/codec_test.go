@@ -16,10 +16,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
-// TestCodecWritesWhatProtoWrites: an answer written with its metadata's
-// kept encoding reads back as the answer, and the answer is left as it
-// was; an answer with metadata of its own and a message of another kind go
-// through the proto codec.
+// TestCodecWritesWhatProtoWrites: an answer written by hand with its
+// metadata's kept encoding reads back as the answer, and the answer is left
+// as it was; so do answers of other shapes (none, several statuses, fields
+// of zero value, fields answer does not set); a message of another kind
+// goes through the proto codec.
 func TestCodecWritesWhatProtoWrites(t *testing.T) {
 	c := newCodec()
 	for name, res := range map[string]enforce.Result{
@@ -60,6 +61,31 @@ func TestCodecWritesWhatProtoWrites(t *testing.T) {
 				t.Errorf("the answer's metadata is %v after marshalling, want the shared Struct", r.DynamicMetadata)
 			}
 		})
+	}
+	for name, r := range map[string]*rlsv3.RateLimitResponse{
+		"empty": {},
+		"two statuses, the second not asked, no headers": {OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT,
+			Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{{Code: rlsv3.RateLimitResponse_OVER_LIMIT,
+				CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{Name: "search", RequestsPerUnit: 1 << 31,
+					Unit: rlsv3.RateLimitResponse_RateLimit_DAY},
+				DurationUntilReset: &durationpb.Duration{Seconds: 86400, Nanos: 999_999_999}},
+				{Code: rlsv3.RateLimitResponse_OK}}},
+		"a limit and a reset of zeros, an empty header": {OverallCode: rlsv3.RateLimitResponse_OK,
+			Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{{Code: rlsv3.RateLimitResponse_OK,
+				CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{}, DurationUntilReset: &durationpb.Duration{}}},
+			ResponseHeadersToAdd: []*corev3.HeaderValue{{}, {Key: "retry-after", Value: "1"}}},
+		"more than answer sets": {OverallCode: rlsv3.RateLimitResponse_OK, RawBody: []byte("body"),
+			RequestHeadersToAdd: []*corev3.HeaderValue{{Key: "x", RawValue: []byte("y")}}},
+	} {
+		want := proto.Clone(r)
+		data, err := c.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := new(rlsv3.RateLimitResponse)
+		if err := proto.Unmarshal(data.Materialize(), got); err != nil || !proto.Equal(got, want) {
+			t.Errorf("%s: read back %v, %v\nwant %v", name, got, err, want)
+		}
 	}
 	data, err := c.Marshal(structpb.NewStringValue("other"))
 	if err != nil {
