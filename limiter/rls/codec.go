@@ -24,7 +24,20 @@ func newCodec() codec { return codec{proto: encoding.GetCodecV2(protocodec.Name)
 
 func (c codec) Name() string { return protocodec.Name }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+// Unmarshal reads a request by decodeRequest (wire_request.go) when it can,
+// anything else by the proto codec.
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	r, ok := v.(*rlsv3.RateLimitRequest)
+	if !ok {
+		return c.proto.Unmarshal(data, v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	if decodeRequest(buf.ReadOnlyData(), r) {
+		return nil
+	}
+	return proto.Unmarshal(buf.ReadOnlyData(), r)
+}
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	r, ok := v.(*rlsv3.RateLimitResponse)
