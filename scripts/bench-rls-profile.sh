@@ -66,8 +66,8 @@ go tool pprof -top -nodecount=100000 "$bin" "$out" 2>/dev/null |
       else if (f ~ /redisstore|fallback|instrument|throttled\/limiter/) o = "limiter (stores)"
       else if (f ~ /prometheus/) o = "prometheus"
       else if (f ~ /morestack|newstack|copystack|adjustframe|adjustpointers|stackalloc|stackfree/) o = "stack growth"
-      else if (f ~ /^syscall|internal\/poll|^net\.|epoll|netpoll/) o = "syscalls, net"
-      else if (f ~ /findRunnable|schedule|park_m|ready|runqget|runqsteal|futex|notesleep|notewakeup|wakep|stealWork|mcall|gopark|goready|casgstatus|execute|newproc|gfget|gfput|goexit/) o = "scheduler"
+      else if (f ~ /syscall|internal\/poll|^net\.|epoll|netpoll/) o = "syscalls, net"
+      else if (f ~ /findRunnable|schedule|park_m|ready|runqget|runqsteal|futex|notesleep|notewakeup|wakep|stealWork|mcall|gopark|goready|casgstatus|execute|newproc|gfget|gfput|goexit|lock2|unlock2|chansend|chanrecv|selectgo|sellock|selunlock|waitq/) o = "scheduler, channels"
       else if (f ~ /malloc|^runtime\.gc|scanobject|scanSpan|bulkBarrier|WriteBarrier|gcWrite|memclr|memmove|greyobject|findObject|markBits|sweep/) o = "allocation, GC, copies"
       else if (f ~ /^sync\.|internal\/sync|procPin|procUnpin/) o = "sync"
       s[o] += sec($1); t += sec($1) }
