@@ -5,13 +5,14 @@
 # rls` at CALLERS for DUR, and a CPU profile of the first instance over
 # SECS in the middle of it; prints the bench's JSON, pprof's top and the
 # samples' flat time split by owner.
-#   CALLERS=64 DUR=12s SECS=8 OUT=/tmp/rls.prof scripts/bench-rls-profile.sh [throttled binary]
+#   CALLERS=64 DUR=12s SECS=8 OUT=/tmp/rls.prof [KIND=allocs] scripts/bench-rls-profile.sh [throttled binary]
 set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 export PATH=$PATH:/usr/local/go/bin:$HOME/go/bin
 cd "$(dirname "$0")/.."
 . scripts/rls-bench-config.sh
 callers=${CALLERS:-64}; keys=${KEYS:-10000}; dur=${DUR:-12s}; secs=${SECS:-8}; port=${PORT:-16950}
+kind=${KIND:-profile} # or allocs: the allocations over SECS (then only pprof's top is printed)
 dir=$(mktemp -d)
 out=${OUT:-$dir/rls.prof}
 pids=()
@@ -48,11 +49,15 @@ b=$!
 sleep 2
 gcs() { curl -sf "http://127.0.0.1:$((port + 1))/metrics" | awk '/^go_gc_duration_seconds_count/ {print $2}'; }
 g0=$(gcs)
-curl -sf -o "$out" "http://127.0.0.1:$((port + 1))/debug/pprof/profile?seconds=$secs"
+curl -sf -o "$out" "http://127.0.0.1:$((port + 1))/debug/pprof/$kind?seconds=$secs"
 g1=$(gcs)
 wait "$b"
 jq -c . "$dir/bench.json"
 echo "# GC cycles of the profiled instance: $((g1 - g0)) in ${secs}s"
+if [ "$kind" != profile ]; then
+  go tool pprof -sample_index=alloc_space -top -nodecount=40 "$bin" "$out" 2>/dev/null | sed -n '4,50p'
+  exit 0
+fi
 go tool pprof -top -nodecount=40 "$bin" "$out" 2>/dev/null | sed -n '4,50p'
 go tool pprof -top -nodecount=100000 "$bin" "$out" 2>/dev/null |
   awk '
