@@ -86,7 +86,15 @@ func (e *Enforcer) CheckKeys(ctx context.Context, qs []Query, out []Outcome) (Re
 		panic(fmt.Sprintf("enforce: CheckKeys: out holds %d outcomes for %d queries", len(out), len(qs)))
 	}
 	p := e.policy.Load()
-	var plan [MaxQueries]planned
+	// The plan of Envoy's usual call of one or two descriptors lives on the
+	// stack; a larger one is made. A [MaxQueries] array (2 KB) made this
+	// frame 3.4 KB, which with gRPC's frames above it and the store's below
+	// grew every rate limit service call's goroutine stack past its 8 KB.
+	var small [4]planned
+	plan := small[:]
+	if len(qs) > len(small) {
+		plan = make([]planned, len(qs))
+	}
 	best, err := p.plan(qs, e.set.Tiers, e.set.UnassignedKeys, plan[:len(qs)])
 	if err != nil {
 		return Result{}, err

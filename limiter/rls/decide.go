@@ -32,8 +32,16 @@ const MaxEntries = 32
 
 // ShouldRateLimit decides req: the RateLimitService method.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	var ans answered
-	resp, err := s.decide(ctx, req, &ans)
+	var (
+		ans  answered
+		resp *rlsv3.RateLimitResponse
+		err  error
+	)
+	if s.work != nil {
+		resp, err = s.work.decide(ctx, req, &ans)
+	} else {
+		resp, err = s.decide(ctx, req, &ans)
+	}
 	code := answerOK
 	switch {
 	case err != nil:
@@ -78,28 +86,50 @@ func failed(c codes.Code) (int, string) {
 // before its answer (nginx's 499, as the pipeline counts it).
 const statusClientGone = 499
 
+// decide answers req. Its frame and checked's are kept small: they lie on
+// the gRPC handler's stack above the enforcer's and the store's frames, and
+// a call whose frames pass the 8 KB its goroutine starts with pays for
+// copying the stack to a larger one (runtime.newstack): the error paths are
+// out of line, and the call's memory (queries, outcomes, the Result) is
+// pooled rather than on the stack.
 func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest, ans *answered) (*rlsv3.RateLimitResponse, error) {
-	if d := req.GetDomain(); d != s.set.Domain {
-		return nil, status.Errorf(codes.NotFound, "rls: unknown domain %q (this server serves %q)", d, s.set.Domain)
-	}
 	descs := req.GetDescriptors()
-	if len(descs) == 0 || len(descs) > enforce.MaxQueries {
-		return nil, status.Errorf(codes.InvalidArgument, "rls: %d descriptors, want 1..%d", len(descs), enforce.MaxQueries)
+	if err := s.validate(req.GetDomain(), len(descs)); err != nil {
+		return nil, err
 	}
 	m := callPool.Get().(*callMemory)
-	defer m.release()
+	resp, err := s.checked(ctx, req, descs, m, ans)
+	m.release()
+	return resp, err
+}
+
+// validate refuses a request for another domain or of no or too many
+// descriptors.
+func (s *Server) validate(domain string, n int) error {
+	if domain != s.set.Domain {
+		return status.Errorf(codes.NotFound, "rls: unknown domain %q (this server serves %q)", domain, s.set.Domain)
+	}
+	if n == 0 || n > enforce.MaxQueries {
+		return status.Errorf(codes.InvalidArgument, "rls: %d descriptors, want 1..%d", n, enforce.MaxQueries)
+	}
+	return nil
+}
+
+// checked decides descs, mapped onto queries in m, and answers.
+func (s *Server) checked(ctx context.Context, req *rlsv3.RateLimitRequest, descs []*ratelimitv3.RateLimitDescriptor,
+	m *callMemory, ans *answered) (*rlsv3.RateLimitResponse, error) {
 	qs, out, parts := m.qs[:], m.out[:], m.parts[:0]
 	if len(descs) > 1 {
 		qs, out, parts = make([]enforce.Query, len(descs)), make([]enforce.Outcome, len(descs)), nil
 	}
 	for i, d := range descs {
-		q, err := queryOf(d, req.GetHitsAddend(), parts)
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %v", i, err)
+		if err := queryOf(&qs[i], d, req.GetHitsAddend(), parts); err != nil {
+			return nil, badDescriptor(i, err)
 		}
-		qs[i] = q
 	}
-	res, err := s.check.CheckKeys(ctx, qs, out)
+	res := &m.res
+	var err error
+	*res, err = s.check.CheckKeys(ctx, qs, out)
 	ans.tier = res.Tier
 	if err != nil {
 		return checkFailed(err, len(qs), ans)
@@ -111,7 +141,11 @@ func (s *Server) decide(ctx context.Context, req *rlsv3.RateLimitRequest, ans *a
 	if !res.Allowed {
 		ans.code = res.Status
 	}
-	return answer(&res, qs, out), nil
+	return answer(res, qs, out), nil
+}
+
+func badDescriptor(i int, err error) error {
+	return status.Errorf(codes.InvalidArgument, "rls: descriptors[%d]: %v", i, err)
 }
 
 // callMemory is the memory of decide for Envoy's usual call of one
@@ -120,6 +154,7 @@ type callMemory struct {
 	qs    [1]enforce.Query
 	out   [1]enforce.Outcome
 	parts [4]string
+	res   enforce.Result
 }
 
 var callPool = sync.Pool{New: func() any { return new(callMemory) }}
@@ -173,11 +208,11 @@ func storeError(err error) error {
 
 // queryOf maps one descriptor onto a query (see the package doc); its
 // Parts are appended to parts.
-func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32, parts []string) (enforce.Query, error) {
-	q := enforce.Query{Parts: parts}
+func queryOf(q *enforce.Query, d *ratelimitv3.RateLimitDescriptor, hits uint32, parts []string) error {
+	*q = enforce.Query{Parts: parts}
 	entries := d.GetEntries()
 	if len(entries) > MaxEntries {
-		return q, fmt.Errorf("%d entries: at most %d", len(entries), MaxEntries)
+		return fmt.Errorf("%d entries: at most %d", len(entries), MaxEntries)
 	}
 	for _, e := range entries {
 		switch k, v := e.GetKey(), e.GetValue(); k {
@@ -187,7 +222,7 @@ func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32, parts []string) (e
 				f = &q.Tier
 			}
 			if *f != "" {
-				return q, fmt.Errorf("two %q entries", k)
+				return fmt.Errorf("two %q entries", k)
 			}
 			*f = v
 		default:
@@ -197,17 +232,17 @@ func queryOf(d *ratelimitv3.RateLimitDescriptor, hits uint32, parts []string) (e
 	q.Key = strings.Join(q.Parts, "|")
 	switch {
 	case q.Rule == "":
-		return q, fmt.Errorf("no %q entry naming a rule", EntryRule)
+		return fmt.Errorf("no %q entry naming a rule", EntryRule)
 	case d.GetLimit() != nil:
-		return q, errors.New("limit overrides are not supported: throttled's rules set the limits")
+		return errors.New("limit overrides are not supported: throttled's rules set the limits")
 	case d.GetIsNegativeHits():
-		return q, errors.New("is_negative_hits is not supported")
+		return errors.New("is_negative_hits is not supported")
 	}
 	q.Cost = int64(hits)
 	if h := d.GetHitsAddend(); h != nil { // set, 0 included: the proto's override
 		q.Cost, q.Peek = int64(min(h.GetValue(), math.MaxInt64)), h.GetValue() == 0
 	}
-	return q, nil
+	return nil
 }
 
 var units = [...]struct {

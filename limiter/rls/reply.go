@@ -9,6 +9,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/throttledhq/throttled/limiter/enforce"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -122,6 +123,9 @@ const maxMetadata = 4096
 var (
 	metadataMu   sync.RWMutex
 	metadataMade = map[metadata]*structpb.Struct{}
+	// metadataEnc is each kept Struct's encoding as the answer's field
+	// (codec.go), made with it.
+	metadataEnc = map[*structpb.Struct][]byte{}
 )
 
 // metadataOf is the decision as dynamic metadata, which Envoy keeps under
@@ -138,12 +142,25 @@ func metadataOf(res *enforce.Result) *structpb.Struct {
 		return s
 	}
 	s = k.build()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(s)
 	metadataMu.Lock()
-	if len(metadataMade) < maxMetadata {
-		metadataMade[k] = s
+	if len(metadataMade) < maxMetadata && err == nil {
+		metadataMade[k], metadataEnc[s] = s, metadataField(b)
 	}
 	metadataMu.Unlock()
 	return s
+}
+
+// encodedMetadata is the encoding of s made by metadataOf, nil for another
+// Struct.
+func encodedMetadata(s *structpb.Struct) []byte {
+	if s == nil {
+		return nil
+	}
+	metadataMu.RLock()
+	b := metadataEnc[s]
+	metadataMu.RUnlock()
+	return b
 }
 
 func (k metadata) build() *structpb.Struct {

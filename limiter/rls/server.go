@@ -21,6 +21,7 @@ import (
 const (
 	DefaultDomain         = "throttled"
 	DefaultHealthInterval = time.Second
+	DefaultWorkers        = 256
 )
 
 // ServiceName is the gRPC service served, also a name the health service
@@ -56,6 +57,12 @@ type Settings struct {
 	// NotFound 404, Canceled and DeadlineExceeded 499, Unavailable 503,
 	// else 500). Nil: not counted.
 	Requests enforce.RequestCounter
+	// Workers bounds the long-lived goroutines that decide calls on stacks
+	// already grown to a decision's depth (a call whose goroutine's stack
+	// must grow first costs more CPU; see workers.go); a call finding them
+	// all busy decides on its own goroutine. 0 means DefaultWorkers; -1
+	// none: every call decides on the goroutine gRPC gives it.
+	Workers int
 }
 
 func (s Settings) normalize() (Settings, error) {
@@ -64,6 +71,11 @@ func (s Settings) normalize() (Settings, error) {
 		return s, fmt.Errorf("%w: ReadyTimeout %v must not be negative", ErrBadConfig, s.ReadyTimeout)
 	case s.HealthInterval < 0:
 		return s, fmt.Errorf("%w: HealthInterval %v must not be negative", ErrBadConfig, s.HealthInterval)
+	case s.Workers < -1:
+		return s, fmt.Errorf("%w: Workers %d: want -1 (none), 0 (DefaultWorkers) or more", ErrBadConfig, s.Workers)
+	}
+	if s.Workers == 0 {
+		s.Workers = DefaultWorkers
 	}
 	if s.Domain == "" {
 		s.Domain = DefaultDomain
@@ -91,6 +103,7 @@ type Server struct {
 	grpc    *grpc.Server
 	health  *health.Server
 	answers *prometheus.CounterVec
+	work    *workers // nil: Workers -1
 
 	mu      sync.Mutex
 	stopped chan struct{} // closed by Shutdown: the readiness prober ends
@@ -107,7 +120,7 @@ func New(c Checker, s Settings, reg prometheus.Registerer) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &Server{check: c, set: s, grpc: grpc.NewServer(), health: health.NewServer(),
+	srv := &Server{check: c, set: s, grpc: grpc.NewServer(grpc.ForceServerCodecV2(newCodec())), health: health.NewServer(),
 		stopped: make(chan struct{}), answers: newAnswers()}
 	if reg != nil {
 		if err := reg.Register(srv.answers); err != nil {
@@ -116,6 +129,9 @@ func New(c Checker, s Settings, reg prometheus.Registerer) (*Server, error) {
 	}
 	for _, name := range []string{"", ServiceName} {
 		srv.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING) // until the first probe
+	}
+	if s.Workers > 0 {
+		srv.work = newWorkers(srv, s.Workers)
 	}
 	rlsv3.RegisterRateLimitServiceServer(srv.grpc, service{s: srv})
 	healthpb.RegisterHealthServer(srv.grpc, srv.health)
@@ -158,6 +174,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopped)
 	}
 	s.mu.Unlock()
+	if s.work != nil {
+		defer s.work.stop() // after the calls in flight: they may still hand jobs over
+	}
 	s.health.Shutdown()
 	drained := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(drained) }()
