@@ -16,7 +16,7 @@ func (s *Instance) buildRLS(ctx context.Context) error {
 	}
 	var err error
 	s.rls, err = rls.New(s.enforcer, rls.Settings{Domain: s.cfg.RLS.Domain, Ready: s.ready.Ready,
-		Reflection: s.cfg.RLS.Reflection, Requests: s.requests}, s.reg)
+		Reflection: s.cfg.RLS.Reflection, Workers: s.cfg.RLS.Workers, Requests: s.requests}, s.reg)
 	return err
 }
 

@@ -98,6 +98,7 @@ func TestRLSConfigValidated(t *testing.T) {
 	for _, tc := range []struct{ edit, want string }{
 		{"rls:\n  listen: nowhere\n", "rls.listen"},
 		{"check:\n  token: x\n", "check.token"},
+		{"rls:\n  listen: 127.0.0.1:0\n  workers: -2\n", "rls.workers"},
 	} {
 		_, err := config.Parse([]byte(testenv.ReadmeConfig+tc.edit), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
