@@ -31,7 +31,8 @@ import (
 //	KEYS = the keys of decision 1 (1, the sliding log 2), of decision 2, …
 //	ARGV = R, the rule arguments (the first 7 of the one-decision script)
 //	       of rule set 0, …, of rule set R-1, then for each decision its
-//	       rule set's number and its client key
+//	       rule set's number and its client key, or its client key alone
+//	       when R is 1
 //
 // Decisions of a batch mostly share their rule arguments (same rule, cost
 // and clock), which are then sent and made into Lua strings once, not per
@@ -72,15 +73,20 @@ end
 const batchTail = `
 end
 local base = 1 + tonumber(ARGV[1]) * 7
-local nd = (#ARGV - base) / 2
+local one = ARGV[1] == '1'
+local nd = one and #ARGV - base or (#ARGV - base) / 2
 local vals, res, i = {}, {''}, 1
 local function run()
   while i <= nd do
-    local a = base + 2 * i - 1
-    local s = ARGV[a]
     local k = 4 * i
-    vals[k - 3], vals[k - 2], vals[k - 1], vals[k] =
-      decide(s == '0' and 1 or 1 + tonumber(s) * 7, a + 1, (i - 1) * NKEYS)
+    if one then
+      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] = decide(1, base + i, (i - 1) * NKEYS)
+    else
+      local a = base + 2 * i - 1
+      local s = ARGV[a]
+      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] =
+        decide(s == '0' and 1 or 1 + tonumber(s) * 7, a + 1, (i - 1) * NKEYS)
+    end
     i = i + 1
   end
 end
@@ -123,7 +129,7 @@ func batchSource(src string, nkeys int) string {
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
 	body = replyRE.ReplaceAllString(body, "return $1")
-	tail := strings.Replace(batchTail, "NKEYS", strconv.Itoa(nkeys), 1)
+	tail := strings.ReplaceAll(batchTail, "NKEYS", strconv.Itoa(nkeys))
 	return batchHead + body + strings.ReplaceAll(tail, "PACKCHUNK", strconv.Itoa(packChunk))
 }
 
@@ -212,7 +218,10 @@ func (g *group) build(a int) {
 		g.args = j.appendRuleArgs(g.args)
 	}
 	for _, j := range g.jobs {
-		g.args = append(g.args, &j.set, &j.field)
+		if g.rules.n > 1 {
+			g.args = append(g.args, &j.set)
+		}
+		g.args = append(g.args, &j.field)
 	}
 }
 
