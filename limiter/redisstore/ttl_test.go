@@ -56,3 +56,39 @@ func TestBucketTTLGrowsOnceAGrid(t *testing.T) {
 		t.Errorf("%d PEXPIRE in %d decisions %v apart, want at most %d", calls, n, step, most)
 	}
 }
+
+// TestExpiredFieldReadsFresh: a field whose expiry has passed, still in
+// its bucket (the bucket lives on to its grid step, or for a field that
+// is not the bucket's latest), reads as a fresh state, as the in-memory
+// store forgets a key once its TTL passes: after the multiplier went up,
+// a key last seen at a low one gets the new full admission bucket, not
+// its old level refilled since, for every algorithm kept in a field.
+func TestExpiredFieldReadsFresh(t *testing.T) {
+	c := testenv.StartRedis(t).Client()
+	ctx := context.Background()
+	for _, alg := range limiter.Algorithms() {
+		if alg == limiter.SlidingWindowLog {
+			continue // two sorted sets with TTLs of their own, no field
+		}
+		clock := fakeclock.New(t0)
+		s := redisstore.New(c, limiter.WithPrefix("fresh:"), limiter.WithClock(clock.Now))
+		mem := limiter.NewMemory(limiter.WithClock(clock.Now))
+		rule := limiter.Rule{Name: "r", Algorithm: alg, Limit: 10, Period: time.Second, Burst: 100}
+		for _, step := range []struct {
+			at time.Duration
+			m  float64
+		}{{0, 0.1}, {2500 * time.Millisecond, 0.9}, {2600 * time.Millisecond, 0.9}} {
+			clock.Set(t0.Add(step.at))
+			req := limiter.Request{Key: "k", Rule: rule, Multiplier: step.m}
+			got, err := s.Decide(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := mem.Decide(ctx, req)
+			if got.Reason != want.Reason || got.Remaining != want.Remaining {
+				t.Errorf("%v at +%v, multiplier %v: redis %v remaining %d, memory %v remaining %d",
+					alg, step.at, step.m, got.Reason, got.Remaining, want.Reason, want.Remaining)
+			}
+		}
+	}
+}
