@@ -1,6 +1,10 @@
 package redisstore
 
-import "github.com/throttledhq/throttled/limiter"
+import (
+	"time"
+
+	"github.com/throttledhq/throttled/limiter"
+)
 
 // Buckets. Every algorithm but the sliding log keeps a client key's state as
 // one field (named by the key) of a hash, its bucket, which holds the keys
@@ -10,9 +14,20 @@ import "github.com/throttledhq/throttled/limiter"
 // expires entry) before any state; a field
 // of a small hash (a listpack) costs its bytes, so a live key costs about
 // 65 bytes with 100,000 keys (BENCHMARKS.md). Each field carries its expiry
-// (time to refill plus one second, in whole seconds); the bucket's TTL is
-// the latest of its fields', and every 8th new field of a bucket sweeps
-// the expired ones.
+// (time to refill plus one second, in whole seconds); the bucket's TTL
+// covers the latest of its fields', rounded up to a multiple of
+// BucketTTLGrid, and every 8th new field of a bucket sweeps the expired
+// ones.
+
+// BucketTTLGrid is the step of a bucket's expiry: a bucket expires at a
+// multiple of it (Unix time, on the store's clock), the first at or after
+// the latest expiry of its fields. A key that comes back extends its
+// bucket's TTL (a PEXPIRE) only when its field's expiry passes the next
+// multiple, at most once in BucketTTLGrid, where a TTL to the second took
+// a PEXPIRE at nearly every decision of a key that comes back after more
+// than a second. A bucket then outlives its last live field by less than
+// BucketTTLGrid (lua/part/store.lua holds the same number).
+const BucketTTLGrid = 4 * time.Second
 
 // Bucket is the Redis key of the hash that holds key's state under alg, in
 // the field named key (for SlidingWindowLog, whose state is a sorted set,

@@ -24,7 +24,9 @@
 // expiry (struct.pack, 28 bytes, 44 for the sliding window counter), about
 // 65 bytes of Redis memory per live key where a key of its own cost 165.
 // Each field expires (is swept) after its time to refill plus one second,
-// and the bucket's TTL covers its latest field. The sliding log keeps its sorted sets at
+// and the bucket's TTL covers its latest field, up to the next multiple of
+// BucketTTLGrid (4 s), so that a key that comes back extends it at most
+// once in 4 s. The sliding log keeps its sorted sets at
 // "<prefix><alg>:{<hash of key>}:<key>" with a TTL equal to its time to
 // refill plus one second. The hash tags, made by the store and never by the
 // client, keep one decision on one cluster slot, and the algorithm code keeps

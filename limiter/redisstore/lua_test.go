@@ -60,7 +60,7 @@ func TestScriptsSharePreludeAndFinish(t *testing.T) {
 func TestBatchSources(t *testing.T) {
 	for _, a := range limiter.Algorithms() {
 		src := batchSources[a]
-		body := src[len(batchHead):strings.Index(src, "\nend\nlocal out")] // the decision function
+		body := src[len(batchHead):strings.Index(src, "\nend\nlocal base")] // the decision function
 		if n, m := strings.Count(body, "ARGV["), strings.Count(body, "ARGV[argt + ")+strings.Count(body, "ARGV[argf]"); n != m || n == 0 {
 			t.Errorf("%v: %d ARGV indexes, %d at the offsets", a, n, m)
 		}
@@ -74,6 +74,55 @@ func TestBatchSources(t *testing.T) {
 		}
 		if n := strings.Count(src, "redis.call('TIME')"); n != 1 {
 			t.Errorf("%v: %d TIME calls, want the batch's one", a, n)
+		}
+	}
+}
+
+// TestBatchKeepsPreludeValues: a batch parses a rule set's arguments into
+// now, limit, period, burst, cost, m and refund once and keeps them for
+// the next decisions of the set, so no script may assign one of them or
+// hide one with a local of its own after the prelude.
+func TestBatchKeepsPreludeValues(t *testing.T) {
+	names := `(now|limit|period|burst|cost|m|refund)`
+	// an assignment's or a local's names, at the start of a statement
+	lhs := regexp.MustCompile(`(?:^|\bthen\b|\belse\b|\bdo\b|;)\s*(?:local\s+)?([A-Za-z_][\w]*(?:\s*,\s*[A-Za-z_][\w]*)*)\s*=[^=]`)
+	param := regexp.MustCompile(`\bfunction\b[^(]*\(([^)]*)\)`)
+	bad := regexp.MustCompile(`^` + names + `$`)
+	for _, a := range limiter.Algorithms() {
+		src := strings.TrimPrefix(ScriptSource(a), prelude)
+		for _, line := range strings.Split(src, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") {
+				continue
+			}
+			var found []string
+			for _, m := range lhs.FindAllStringSubmatch(line, -1) {
+				found = append(found, strings.Split(m[1], ",")...)
+			}
+			for _, m := range param.FindAllStringSubmatch(line, -1) {
+				found = append(found, strings.Split(m[1], ",")...)
+			}
+			for _, n := range found {
+				if bad.MatchString(strings.TrimSpace(n)) {
+					t.Errorf("%v: %q assigns or hides the prelude's %s", a, strings.TrimSpace(line), strings.TrimSpace(n))
+				}
+			}
+		}
+	}
+	// the check itself finds them
+	for _, line := range []string{"now = 1", "local q, cost = 1, 2", "if x then m, y = 1, 2 end", "local function f(a, limit) end"} {
+		hit := false
+		for _, m := range lhs.FindAllStringSubmatch(line, -1) {
+			for _, n := range strings.Split(m[1], ",") {
+				hit = hit || bad.MatchString(strings.TrimSpace(n))
+			}
+		}
+		for _, m := range param.FindAllStringSubmatch(line, -1) {
+			for _, n := range strings.Split(m[1], ",") {
+				hit = hit || bad.MatchString(strings.TrimSpace(n))
+			}
+		}
+		if !hit {
+			t.Errorf("the check misses %q", line)
 		}
 	}
 }

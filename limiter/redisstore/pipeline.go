@@ -17,19 +17,22 @@ import (
 // the algorithm's script, with ARGV[n] read as ARGV[argt + n] (the
 // decision's rule arguments, n = 1..7), ARGV[8] as ARGV[argf] (its client
 // key) and KEYS[n] as KEYS[kb + n], becomes a function called once per
-// decision (under pcall, so one bad key fails only its own decision, as an
-// error reply in its place). Its prelude is batchPrelude, not
-// part/prelude.lua: Redis TIME is read once for the whole batch, and the
-// rule's numbers are parsed again only when their arguments differ from
-// the previous decision's (the same strings: the same numbers, so the
-// answers are those of the one-decision script). Used on a single Redis,
-// where a script may touch keys of any slot; on a cluster every decision
-// is its own EVALSHA, pipelined per node.
+// decision, which returns the reply's 4 numbers instead of a table. Its
+// prelude is batchPrelude, not part/prelude.lua: Redis TIME is read once
+// for the whole batch, and the rule's arguments are parsed again only when
+// a decision's rule set differs from the previous decision's (the same
+// strings: the same numbers, so the answers are those of the one-decision
+// script). The decisions run in one protected call (pcall) while none
+// fails; one that fails (a key of the wrong type) gets an error reply in
+// its place, and the rest go on in a new protected call. Used on a single
+// Redis, where a script may touch keys of any slot; on a cluster every
+// decision is its own EVALSHA, pipelined per node.
 //
 //	KEYS = the keys of decision 1 (1, the sliding log 2), of decision 2, …
 //	ARGV = R, the rule arguments (the first 7 of the one-decision script)
 //	       of rule set 0, …, of rule set R-1, then for each decision its
-//	       rule set's number and its client key
+//	       rule set's number and its client key, or its client key alone
+//	       when R is 1
 //
 // Decisions of a batch mostly share their rule arguments (same rule, cost
 // and clock), which are then sent and made into Lua strings once, not per
@@ -39,57 +42,82 @@ import (
 // decision's reply as little-endian doubles (exact: all are integers below
 // 2^53), 32 bytes each, so that reading a batch allocates one string, not
 // an array per decision; a decision that failed has reason -1 there, and
-// its error follows, in order.
-const batchHead = `local math, struct, redis, tonumber, pcall = math, struct, redis, tonumber, pcall
+// its error follows, in order. The numbers are packed packChunk decisions
+// to a struct.pack (Lua's C stack holds at most 8,000 values).
+const batchHead = `local math, struct, redis, tonumber, pcall, unpack = math, struct, redis, tonumber, pcall, unpack
 local tnow
 local function btime()
-  if tnow == nil then tnow = redis.call('TIME') end
+  if tnow == nil then
+    local t = redis.call('TIME')
+    tnow = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
   return tnow
 end
 local maxus, eps = 9e15, 1e-9
-local limit, period, burst, cost, m, p2, p3, p4, p5, p6
+local now, limit, period, burst, cost, m, refund
+local rset = -1
 local decide = function(argt, argf, kb)
 `
 
 // batchPrelude is part/prelude.lua for a decision of a batch (batchHead):
-// the same values, from the decision's arguments.
-const batchPrelude = `local now
-if ARGV[1] ~= '' then now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+// the same values, from the decision's rule set, parsed when it changes.
+const batchPrelude = `if argt ~= rset then
+  rset = -1
+  if ARGV[1] ~= '' then now = tonumber(ARGV[1]) else now = btime() end
+  limit, period, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  cost, m, refund = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7] == '1'
+  rset = argt
 end
-local a2, a3, a4, a5, a6 = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if a2 ~= p2 or a3 ~= p3 or a4 ~= p4 or a5 ~= p5 or a6 ~= p6 then
-  p2, p3, p4, p5, p6 = a2, a3, a4, a5, a6
-  limit, period, burst, cost, m = tonumber(a2), tonumber(a3), tonumber(a4), tonumber(a5), tonumber(a6)
-end
-local refund = ARGV[7] == '1'
 `
 
 const batchTail = `
 end
-local out, res = {}, {''}
 local base = 1 + tonumber(ARGV[1]) * 7
-for i = 1, (#ARGV - base) / 2 do
-  local a = base + 2 * i - 1
-  local ok, r = pcall(decide, 1 + tonumber(ARGV[a]) * 7, a + 1, (i - 1) * NKEYS)
-  if ok then out[i] = struct.pack('<dddd', r[1], r[2], r[3], r[4])
-  else
-    out[i] = struct.pack('<dddd', -1, 0, 0, 0)
+local one = ARGV[1] == '1'
+local nd = one and #ARGV - base or (#ARGV - base) / 2
+local vals, res, i = {}, {''}, 1
+local function run()
+  while i <= nd do
+    local k = 4 * i
+    if one then
+      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] = decide(1, base + i, (i - 1) * NKEYS)
+    else
+      local a = base + 2 * i - 1
+      local s = ARGV[a]
+      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] =
+        decide(s == '0' and 1 or 1 + tonumber(s) * 7, a + 1, (i - 1) * NKEYS)
+    end
+    i = i + 1
+  end
+end
+while i <= nd do
+  local ok, r = pcall(run)
+  if not ok then
+    local k = 4 * i
+    vals[k - 3], vals[k - 2], vals[k - 1], vals[k] = -1, 0, 0, 0
     if type(r) == 'table' and r.err then res[#res + 1] = r
     else res[#res + 1] = {err = 'ERR ' .. tostring(r)} end
+    i, rset = i + 1, -1
   end
+end
+local out = {}
+for c = 1, nd, PACKCHUNK do
+  local e = math.min(nd, c + PACKCHUNK - 1)
+  out[#out + 1] = struct.pack('<' .. string.rep('d', 4 * (e - c + 1)), unpack(vals, 4 * c - 3, 4 * e))
 end
 res[1] = table.concat(out)
 return res
 `
+
+// packChunk is how many decisions' replies one struct.pack packs.
+const packChunk = 64
 
 var (
 	argRE    = regexp.MustCompile(`\bARGV\[([1-7])\]`)
 	keyArgRE = regexp.MustCompile(`\bARGV\[8\]`)
 	keyRE    = regexp.MustCompile(`\bKEYS\[([12])\]`)
 	timeRE   = regexp.MustCompile(`redis\.call\('TIME'\)`)
+	replyRE  = regexp.MustCompile(`(?m)^return \{(.*)\}\s*$`)
 )
 
 // batchSource is the batch script of an algorithm's script src (its
@@ -100,7 +128,9 @@ func batchSource(src string, nkeys int) string {
 	body = keyArgRE.ReplaceAllString(body, "ARGV[argf]")
 	body = keyRE.ReplaceAllString(body, "KEYS[kb + $1]")
 	body = timeRE.ReplaceAllString(body, "btime()")
-	return batchHead + body + strings.Replace(batchTail, "NKEYS", strconv.Itoa(nkeys), 1)
+	body = replyRE.ReplaceAllString(body, "return $1")
+	tail := strings.ReplaceAll(batchTail, "NKEYS", strconv.Itoa(nkeys))
+	return batchHead + body + strings.ReplaceAll(tail, "PACKCHUNK", strconv.Itoa(packChunk))
 }
 
 // batchSources and batchScripts are indexed by Algorithm, made once, and
@@ -188,7 +218,10 @@ func (g *group) build(a int) {
 		g.args = j.appendRuleArgs(g.args)
 	}
 	for _, j := range g.jobs {
-		g.args = append(g.args, &j.set, &j.field)
+		if g.rules.n > 1 {
+			g.args = append(g.args, &j.set)
+		}
+		g.args = append(g.args, &j.field)
 	}
 }
 

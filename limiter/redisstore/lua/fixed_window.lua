@@ -29,10 +29,11 @@ else
   we = ws + period
 end
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, c, ts, exp).
+-- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, q, c, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
 if v then q, c, ts, old = struct.unpack('<dddI4', v) end
-if not v or ts ~= ws then q, c = 0, 0 end
+if not v or ts ~= ws or old * 1000000 <= now then q, c = 0, 0 end
 local al = math.max(math.floor(limit * m + eps), cost)
 local left = we - now
 local reason = 0

@@ -13,10 +13,11 @@ local tola = ta * math.max(burst * m, cost)
 -- q, a: theoretical arrival times relative to ts, the last update (see gcra in
 -- algorithms.go: absolute µs in a double are too coarse at high rates).
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', bq, ba, ts, exp).
+-- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, bq, ba, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then bq, ba, ts, old = struct.unpack('<dddI4', v)
-else bq, ba, ts = 0, 0, now end
+if v then bq, ba, ts, old = struct.unpack('<dddI4', v) end
+if not v or old * 1000000 <= now then bq, ba, ts = 0, 0, now end
 local el = math.max(0, now - ts)
 bq, ba = math.max(0, bq - el), math.max(0, ba - el)
 if m >= 1 then ba = bq end

@@ -10,10 +10,11 @@ local rate = limit / period
 local arate = rate * m
 local capa = math.max(burst * m, cost)
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', lq, la, ts, exp).
+-- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, lq, la, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then lq, la, ts, old = struct.unpack('<dddI4', v)
-else lq, la, ts = 0, 0, now end
+if v then lq, la, ts, old = struct.unpack('<dddI4', v) end
+if not v or old * 1000000 <= now then lq, la, ts = 0, 0, now end
 local el = math.max(0, now - ts)
 lq = math.max(0, lq - el * rate)
 la = math.max(0, la - el * arate)

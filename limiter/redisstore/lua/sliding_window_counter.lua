@@ -8,10 +8,11 @@
 -- and the reply are the same in every script; a test checks it.
 local ws = math.floor(now / period) * period
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddddI4', q, a, c, d, ts, exp).
+-- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, q, a, c, d, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if not v then q, a, c, d, ts = 0, 0, 0, 0, ws
-else q, a, c, d, ts, old = struct.unpack('<dddddI4', v) end
+if v then q, a, c, d, ts, old = struct.unpack('<dddddI4', v) end
+if not v or old * 1000000 <= now then q, a, c, d, ts = 0, 0, 0, 0, ws end
 if ts == ws then
 elseif ts + period == ws then q, a, c, d, ts = 0, q, 0, c, ws
 else q, a, c, d, ts = 0, 0, 0, 0, ws end

@@ -10,10 +10,11 @@ local rate = limit / period
 local arate = rate * m
 local capa = math.max(burst * m, cost)
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, a, ts, exp).
+-- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, q, a, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then q, a, ts, old = struct.unpack('<dddI4', v)
-else q, a, ts = burst, capa, now end
+if v then q, a, ts, old = struct.unpack('<dddI4', v) end
+if not v or old * 1000000 <= now then q, a, ts = burst, capa, now end
 local el = math.max(0, now - ts)
 q = math.min(burst, q + el * rate)
 a = math.min(capa, a + el * arate)

@@ -2,9 +2,13 @@
 -- (limiter/redisstore/scripts.go appends it). It needs st (the packed state), exp
 -- (its expiry, whole seconds), old (the expiry it had), now and the reply's values.
 -- Store (the same in every script): the field, with its expiry in whole
--- seconds; the bucket's TTL covers its latest field; every 8th new field
--- sweeps the bucket's expired fields (a sample of them in a big bucket).
-local pttl = math.ceil(exp * 1000 - now / 1000)
+-- seconds; the bucket's TTL covers its latest field, up to the next multiple
+-- of grid seconds (redisstore.BucketTTLGrid), so a key that comes back
+-- extends it at most once a grid; every 8th new field sweeps the bucket's
+-- expired fields (a sample of them in a big bucket).
+local grid = 4
+local gexp = math.ceil(exp / grid) * grid
+local pttl = math.ceil(gexp * 1000 - now / 1000)
 if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
   local n = redis.call('HLEN', KEYS[1])
   if n == 1 then redis.call('PEXPIRE', KEYS[1], pttl)
@@ -21,5 +25,5 @@ if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
       if #dead > 0 then redis.call('HDEL', KEYS[1], unpack(dead)) end
     end
   end
-elseif exp > old then redis.call('PEXPIRE', KEYS[1], pttl, 'GT') end
+elseif gexp > math.ceil(old / grid) * grid then redis.call('PEXPIRE', KEYS[1], pttl, 'GT') end
 return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
