@@ -21,12 +21,15 @@ import (
 // received them, and counts every instance's Redis commands in their
 // clients (cmdCounter).
 type fleetProbe struct {
-	f      *Fleet
-	sub    *redis.PubSub
-	subc   redis.UniversalClient
-	cmds   *cmdCounter
-	done   chan struct{}
-	checks sync.WaitGroup
+	f    *Fleet
+	sub  *redis.PubSub
+	subc redis.UniversalClient
+	cmds *cmdCounter
+	done chan struct{}
+	// listened is closed when listen has returned; close waits for it
+	// before checks.Wait, so that no checks.Add can race with the Wait.
+	listened chan struct{}
+	checks   sync.WaitGroup
 
 	mu      sync.Mutex // guards the fields below
 	start   time.Time
@@ -49,7 +52,7 @@ type multMessage struct {
 }
 
 func newFleetProbe(f *Fleet) (*fleetProbe, error) {
-	p := &fleetProbe{f: f, cmds: f.cmds, done: make(chan struct{})}
+	p := &fleetProbe{f: f, cmds: f.cmds, done: make(chan struct{}), listened: make(chan struct{})}
 	var err error
 	if p.subc, err = f.rd.client(nil); err != nil {
 		return nil, err
@@ -65,7 +68,19 @@ func newFleetProbe(f *Fleet) (*fleetProbe, error) {
 
 // listen records every published set until close.
 func (p *fleetProbe) listen() {
-	for msg := range p.sub.Channel() {
+	defer close(p.listened)
+	ch := p.sub.Channel()
+	for {
+		var msg *redis.Message
+		select {
+		case <-p.done: // the channel is not always closed with the PubSub
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			msg = m
+		}
 		var mm multMessage
 		if json.Unmarshal([]byte(msg.Payload), &mm) != nil || mm.At <= 0 {
 			continue
@@ -143,9 +158,10 @@ func (p *fleetProbe) begin(start time.Time) {
 
 func (p *fleetProbe) close() {
 	close(p.done)
+	<-p.listened
 	_ = p.sub.Close()
-	_ = p.subc.Close()
 	p.checks.Wait()
+	_ = p.subc.Close()
 }
 
 // gaugeValue is the first series of the gauge name in reg; NaN if none.
