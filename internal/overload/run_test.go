@@ -289,9 +289,12 @@ func TestRunEndsWithContext(t *testing.T) {
 }
 
 func TestReconcile(t *testing.T) {
-	tot := func(ok, over int64) map[string]Counts {
+	tot := func(ok, over int64, failed ...int64) map[string]Counts {
 		var c Counts
 		c.Class[OK], c.Class[Backend503], c.Class[Shed] = ok, over, 1000
+		if len(failed) > 0 {
+			c.Class[Failed] = failed[0]
+		}
 		return map[string]Counts{"free": c}
 	}
 	for _, tc := range []struct {
@@ -305,6 +308,12 @@ func TestReconcile(t *testing.T) {
 		{"2xx over 1 % apart", tot(989, 0), BackendCounts{OK: 1000}, false},
 		{"503s apart", tot(1000, 40), BackendCounts{OK: 1000, Overloaded: 50}, false},
 		{"nothing at all", tot(0, 0), BackendCounts{}, true},
+		// A request that failed on its client (a timeout, an instance
+		// killed mid-call) may still have been answered by the backend.
+		{"backend 503 of a request failed on its client", tot(1000, 78, 5), BackendCounts{OK: 1000, Overloaded: 79}, true},
+		{"backend answers beyond the failed requests", tot(900, 78, 5), BackendCounts{OK: 1000, Overloaded: 79}, false},
+		{"failed requests counted once across 2xx and 503s", tot(1000, 70, 10), BackendCounts{OK: 1016, Overloaded: 76}, false},
+		{"clients above the backend whatever failed", tot(1000, 90, 50), BackendCounts{OK: 1000, Overloaded: 79}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Reconcile(tc.totals, tc.backend)
