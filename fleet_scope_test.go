@@ -2,7 +2,9 @@ package throttled
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 // real Redis: their tallies, the leader's in-process signals, its loop and
 // publisher, and each instance's subscriber. With controller.scope
 // instance the hot instance's tiers are cut and the fine one's stay at 1
-// all along.
+// all along; once fine stops publishing, its entries leave the hash.
 func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,9 +46,13 @@ func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 		wg.Go(func() { _ = sub.Run(ctx) })
 	}
 	sat := map[string]float64{"hot": 0.5, "fine": 0}
+	var fineGone atomic.Bool // fine stops publishing (killed): its entry must go
 	wg.Go(func() { // each instance publishes its saturation, as publishAdmitted does
 		for ctx.Err() == nil {
 			for id, tl := range tallies {
+				if id == "fine" && fineGone.Load() {
+					continue
+				}
 				_ = tl.Publish(ctx, map[string]float64{"admitted/free": 1, "admitted/premium": 1, saturationName: sat[id]})
 			}
 			select {
@@ -76,6 +82,25 @@ func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 	if got := subs["hot"].Multiplier("free"); !(got < 1) {
 		t.Fatalf("hot instance's free multiplier %v, want a cut below 1", got)
 	}
+
+	// Killed, fine leaves the leader's reading (silent for the tally's
+	// freshness, 1 s here) and its entries leave the published hash.
+	if v, err := r.Client().HGet(ctx, prefix+"multipliers", "free@fine").Result(); err != nil || v != "1" {
+		t.Fatalf("hash field free@fine = %q, %v; want 1 while hot is cut", v, err)
+	}
+	fineGone.Store(true)
+	testenv.WaitFor(t, 20*time.Second, "fine's entries gone from the multipliers hash", func() bool {
+		h, err := r.Client().HGetAll(ctx, prefix+"multipliers").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f := range h {
+			if strings.HasSuffix(f, "@fine") {
+				return false
+			}
+		}
+		return len(h) > 0
+	})
 }
 
 // scopeLeader is the fleet's leader on tally's instance: in-process
