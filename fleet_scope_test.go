@@ -47,7 +47,8 @@ func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 	}
 	sat := map[string]float64{"hot": 0.5, "fine": 0}
 	var fineGone atomic.Bool // fine stops publishing (killed): its entry must go
-	wg.Go(func() { // each instance publishes its saturation, as publishAdmitted does
+	// Each instance publishes its saturation, as publishAdmitted does.
+	wg.Go(func() {
 		for ctx.Err() == nil {
 			for id, tl := range tallies {
 				if id == "fine" && fineGone.Load() {
