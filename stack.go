@@ -67,6 +67,7 @@ type Instance struct {
 	memPolicy      *memoryPolicyWatch // nil: no Redis (memory_policy.go)
 	src            *configSource      // config.source and reloads (configsource.go)
 	stopping       atomic.Bool        // shutdown has begun: /readyz fails (shutdown.go)
+	fleetID        string             // this instance's id in the tally and the multipliers (fleet_scope.go)
 }
 
 func (s *Instance) buildStore(ctx context.Context) error {
@@ -171,7 +172,7 @@ func (s *Instance) buildMultipliers(ctx context.Context) error {
 		s.mults.src = &localMultipliers{}
 		return nil
 	}
-	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix,
+	sub, err := coord.NewSubscriber(s.rdb, coord.Settings{Prefix: s.cfg.Redis.Prefix, Instance: s.instanceID(),
 		StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D(), Logger: s.redisLogger()}, s.reg)
 	if err != nil {
 		return err

@@ -239,7 +239,8 @@ func (s *Instance) admittedGatherer() (prometheus.Gatherer, error) {
 		return s.gather, nil
 	}
 	period := s.cfg.Controller.Period.D()
-	t, err := coord.NewTally(s.rdb, coord.TallySettings{Prefix: s.cfg.Redis.Prefix, Window: max(coord.DefaultTallyWindow, 4*period)})
+	t, err := coord.NewTally(s.rdb, coord.TallySettings{ID: s.instanceID(), Prefix: s.cfg.Redis.Prefix,
+		Window: max(coord.DefaultTallyWindow, 4*period)})
 	if err != nil {
 		return nil, err
 	}

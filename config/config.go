@@ -123,6 +123,12 @@ type ControllerConfig struct {
 	// multipliers, tier caps and the gate refuse nothing, the quota still
 	// does. The controller computes and exports its multipliers as ever.
 	DryRun bool `yaml:"dry_run"`
+	// Scope (controller.scope) is whose overload a cut answers: "fleet"
+	// (the default: one multiplier per tier for every instance, for
+	// instances that share a backend) or "instance" (a sidecar per pod,
+	// each with its own backend: the leader also steps each instance on its
+	// own saturation and publishes its factors; see controller.Scope).
+	Scope string `yaml:"scope"`
 }
 
 // ConcurrencyConfig is the inner, fast loop of every enforcing sidecar: a

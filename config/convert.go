@@ -41,6 +41,7 @@ func ControllerSettings(c *Config, tiers map[string]policy.Tier) controller.Sett
 	if h := c.Controller.Headroom; h != nil {
 		s.Headroom = *h
 	}
+	s.Scope, _ = controller.ParseScope(c.Controller.Scope) // validated: controller.scope's enum
 	for _, name := range policy.SortedTiers(tiers) {
 		t := tiers[name].WithDefaults()
 		s.Tiers = append(s.Tiers, controller.Tier{Name: name, Priority: t.Priority,

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/policy"
 )
 
@@ -23,6 +24,7 @@ var configLimits = map[string]policy.Bound{
 	"controller.error_ratio_target":         saying(open(0, 1), "want a ratio in (0, 1)"),
 	"controller.saturation_target":          policy.AtLeast(0),
 	"controller.headroom":                   saying(open(0, 1), headroomWant),
+	"controller.scope":                      {Enum: controller.ScopeNames},
 	"fallback.instances":                    policy.Between(0, 10000),
 	"fallback.deadline":                     policy.Durations(0, 10*time.Second),
 	"fallback.consecutive_failures":         policy.Between(1, 1000),

@@ -72,6 +72,9 @@ func (c *Config) validateController() []fieldErr {
 	check(cc.SignalStaleAfter >= 0, "controller.signal_stale_after", "must not be negative")
 	check(cc.ProbeAfter.D() >= 0, "controller.probe_after", "must not be negative")
 	check(cc.LeaseTTL.D() > cc.Period.D(), "controller.lease_ttl", "must exceed controller.period")
+	check(cc.Scope != "instance" || (c.InnerLoop() && cc.SaturationTarget > 0 && c.SaturationIsRefused()), "controller.scope",
+		"instance steps each instance on its inner loop's saturation: it needs the inner loop (concurrency), "+
+			"controller.saturation_target > 0 and the default prometheus.saturation_query")
 	check(cc.MultiplierStaleAfter.D() >= minStaleAfter(cc), "controller.stale_after",
 		"want at least lease_ttl + 2 × period ("+minStaleAfter(cc).String()+
 			"), or the enforcers drop the multipliers (stop shedding) while another replica takes the lease")

@@ -89,6 +89,10 @@
 //     published step (leader only), labelled with the tier's action (hold, decrease,
 //     increase, recover).
 //   - throttled_controller_leader: 1 while this replica holds the lease.
+//   - throttled_controller_instances and
+//     throttled_controller_instance_factors: under [ScopeInstance], on the
+//     leader, the instances stepped on their own signals and the own
+//     factors published (pairs of an instance and a tier); 0 otherwise.
 //
 // # Two loops
 //

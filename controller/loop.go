@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -118,6 +117,7 @@ type Loop struct {
 	state  State
 	leader bool // holds the lease
 	synced bool // as leader, has loaded the last published state
+	inst   instanceLaws
 }
 
 // NewLoop builds a loop; its metrics are registered with reg (nil: not
@@ -210,11 +210,36 @@ func (l *Loop) tick(ctx context.Context) {
 	}
 	logMoves(ctx, l.log, before, st)
 	l.met.stepped(st)
+	m := st.multipliers()
+	if law.s.Scope == ScopeInstance {
+		m = l.scoped(law, m, in, before, st, now)
+	}
 	cctx, cancel := l.callCtx(ctx)
 	defer cancel()
-	if err := l.pub.Publish(cctx, st.multipliers()); err != nil {
-		l.log.Warn("controller: publish failed", "epoch", st.Epoch, "err", err)
+	if err := l.pub.Publish(cctx, m); err != nil {
+		l.log.Warn("controller: publish failed", "epoch", m.Epoch, "err", err)
 	}
+}
+
+// scoped is m, the fleet's step from before to st, with each instance's
+// own factors (ScopeInstance): the instances the source read are stepped
+// on their own signals. A change of any instance's factors is a new epoch.
+// The fleet's rate caps are left out: see ScopeInstance.
+func (l *Loop) scoped(law *Law, m multiplier.Set, in Input, before, st State, now time.Time) multiplier.Set {
+	var sigs map[string][]Signal
+	if r, ok := l.src.(InstanceReader); ok {
+		sigs = r.Instances()
+	}
+	own := l.inst.step(law, sigs, before, st, in.CPUWait, now)
+	if l.inst.changed(own) {
+		l.mu.Lock()
+		l.state.Epoch++
+		m.Epoch = l.state.Epoch
+		l.mu.Unlock()
+	}
+	m.Instances, m.Rates = own, nil
+	l.met.instances(l.inst.count(), own)
+	return m
 }
 
 // callCtx bounds one call to an outside part by the period.
@@ -266,6 +291,7 @@ func (l *Loop) setLeader(on bool) {
 	l.mu.Lock()
 	l.leader, l.synced = on, false
 	l.mu.Unlock()
+	l.inst.reset()
 	l.met.leading(on)
 }
 
@@ -282,9 +308,12 @@ func (l *Loop) sync(ctx context.Context) bool {
 			return false
 		}
 		if found {
+			law, now := l.law.Load(), l.clock.Now()
 			l.mu.Lock()
-			l.state = l.law.Load().Adopt(l.state, m, l.clock.Now())
+			l.state = law.Adopt(l.state, m, now)
+			st := l.state
 			l.mu.Unlock()
+			l.inst.adopt(law, st, m, now)
 		}
 	}
 	l.synced = true
@@ -304,67 +333,4 @@ func (l *Loop) resign(ctx context.Context) error {
 		return fmt.Errorf("controller: releasing the leader lease: %w", err)
 	}
 	return nil
-}
-
-// multipliers is the publishable form of s.
-func (s State) multipliers() multiplier.Set {
-	m := multiplier.Set{Tiers: make(map[string]float64, len(s.Tiers)), Epoch: s.Epoch, At: s.At}
-	for _, t := range s.Tiers {
-		m.Tiers[t.Name] = t.Multiplier
-		if t.Reason != "" && !t.Since.IsZero() {
-			if m.Reasons == nil {
-				m.Reasons, m.Since = map[string]string{}, map[string]time.Time{}
-			}
-			m.Reasons[t.Name], m.Since[t.Name] = t.Reason, t.Since
-		}
-		if t.Rate > 0 {
-			if m.Rates == nil {
-				m.Rates = map[string]float64{}
-			}
-			m.Rates[t.Name] = t.Rate
-		}
-		if t.Knee > t.Multiplier && !t.LastDecrease.IsZero() {
-			if m.Knees == nil {
-				m.Knees, m.Cuts = map[string]float64{}, map[string]time.Time{}
-			}
-			m.Knees[t.Name], m.Cuts[t.Name] = t.Knee, t.LastDecrease
-		}
-	}
-	return m
-}
-
-// Adopt continues st from multipliers m published by a previous leader,
-// at now. If m is no older than HoldTimeout its multipliers (clamped into
-// bounds), rate caps, reasons, knees and the times of its cuts replace
-// st's (a tier m has no knee for has none), so that the new leader holds
-// and probes where the old one would have; otherwise st's are kept. The
-// epoch is at least m's, and newer than m's unless the result is exactly
-// m. The hold clock stays st's.
-func (l *Law) Adopt(st State, m multiplier.Set, now time.Time) State {
-	next := l.normalize(st, now)
-	fresh := now.Sub(m.At) <= l.s.HoldTimeout
-	same := fresh && len(m.Tiers) == len(l.tiers)
-	for i, t := range l.tiers {
-		v, ok := m.Tiers[t.Name]
-		if ok && fresh {
-			if r, since := m.Reasons[t.Name], m.Since[t.Name]; r != "" && !since.IsZero() {
-				next.Tiers[i].Reason, next.Tiers[i].Since, next.Tiers[i].Driver = r, since, Signal{}
-			}
-			next.Tiers[i].Multiplier = clamp(v, t)
-			next.Tiers[i].Knee = 0
-			if k, cut := m.Knees[t.Name], m.Cuts[t.Name]; k > next.Tiers[i].Multiplier && k <= t.Ceiling && !cut.IsZero() {
-				next.Tiers[i].Knee, next.Tiers[i].LastDecrease = k, cut
-			}
-			next.Tiers[i].Rate = 0
-			if r := m.Rates[t.Name]; r > 0 && !math.IsInf(r, 0) && next.Tiers[i].Multiplier < t.Ceiling {
-				next.Tiers[i].Rate = r
-			}
-		}
-		same = same && ok && next.Tiers[i].Multiplier == v && next.Tiers[i].Rate == m.Rates[t.Name]
-	}
-	next.Epoch = max(next.Epoch, m.Epoch)
-	if !same {
-		next.Epoch = max(next.Epoch, m.Epoch+1)
-	}
-	return next
 }

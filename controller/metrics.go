@@ -17,8 +17,10 @@ type metrics struct {
 	steps      *prometheus.CounterVec
 	leader     prometheus.Gauge
 	cpuWait    prometheus.Gauge
-	shown      map[string]bool // signals with a value series; touched only by Run
-	targeted   map[string]bool // signals with a target series; touched only by Run
+	instCount  prometheus.Gauge // throttled_controller_instances
+	instOwn    prometheus.Gauge // throttled_controller_instance_factors
+	shown      map[string]bool  // signals with a value series; touched only by Run
+	targeted   map[string]bool  // signals with a target series; touched only by Run
 }
 
 // A signal's unit: its metrics carry it in their names, as Prometheus
@@ -70,6 +72,14 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 			Name: "throttled_controller_cpu_wait_ratio",
 			Help: "How much more of its runnable time this process waited for a CPU over the last period than it usually does; at 0.25 or above (the law's StarvedAt) an overload holds instead of cutting.",
 		}),
+		instCount: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "throttled_controller_instances",
+			Help: "Enforcing instances the leader steps on their own signals (controller.scope: instance); 0 on a follower and in the fleet scope.",
+		}),
+		instOwn: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "throttled_controller_instance_factors",
+			Help: "Own factors the leader published last (controller.scope: instance): pairs of an instance and a tier whose multiplier differs from the fleet's.",
+		}),
 		shown:    map[string]bool{},
 		targeted: map[string]bool{},
 	}
@@ -81,7 +91,7 @@ func newMetrics(reg prometheus.Registerer, law *Law) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	cs := []prometheus.Collector{m.multiplier, m.steps, m.leader, m.cpuWait}
+	cs := []prometheus.Collector{m.multiplier, m.steps, m.leader, m.cpuWait, m.instCount, m.instOwn}
 	for u := range numUnits {
 		cs = append(cs, m.signal[u], m.target[u])
 	}
@@ -140,4 +150,16 @@ func (m *metrics) leading(on bool) {
 	}
 	m.leader.Set(0)
 	m.multiplier.Reset()
+	m.instances(0, nil)
+}
+
+// instances records the instances stepped on their own signals and their
+// published factors.
+func (m *metrics) instances(n int, own map[string]map[string]float64) {
+	f := 0
+	for _, t := range own {
+		f += len(t)
+	}
+	m.instCount.Set(float64(n))
+	m.instOwn.Set(float64(f))
 }

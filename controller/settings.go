@@ -99,6 +99,9 @@ type Settings struct {
 	// 0 means DefaultStarvedAt: its threads waited for a CPU a quarter of
 	// their runnable time more than usual.
 	StarvedAt float64
+	// Scope is whose overload a cut answers (see [Scope]): the zero value
+	// is ScopeFleet, one multiplier per tier for every instance.
+	Scope Scope
 }
 
 // withDefaults returns s with every zero field replaced by its default.
@@ -159,6 +162,9 @@ func (s Settings) Validate() error {
 	}
 	if !(d.Headroom > 0 && d.Headroom < 1) {
 		errs = append(errs, invalid("headroom", s.Headroom, "must be in (0, 1)"))
+	}
+	if int(s.Scope) >= len(ScopeNames) {
+		errs = append(errs, invalid("scope", s.Scope, fmt.Sprintf("must be one of %v", ScopeNames)))
 	}
 	if !(d.StarvedAt > 0 && d.StarvedAt <= 1) {
 		errs = append(errs, invalid("starved_at", s.StarvedAt, "must be in (0, 1]"))

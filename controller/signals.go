@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/throttledhq/throttled/signals"
 )
@@ -24,7 +25,7 @@ import (
 // how much shorter of CPU it is than usual (signals.CPUWait: the fraction
 // less its Usual).
 func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
-	ss := signalSource{src: src, targets: targets, refused: refused}
+	ss := signalSource{src: src, targets: targets, refused: refused, inst: &instanceCache{}}
 	if _, ok := src.(*signals.InProcess); ok {
 		ss.cpu = signals.NewCPUWait()
 	}
@@ -40,7 +41,7 @@ func FromSignals(src signals.Source, targets map[signals.Kind]float64, refused .
 // process's above its usual (signals.CPUWait). Both are read at once.
 func FromLayered(slow, fresh signals.Source, targets map[signals.Kind]float64, refused ...signals.Kind) Source {
 	return layeredSource{slow: signalSource{src: slow, targets: targets, refused: refused},
-		fresh: signalSource{src: fresh, targets: targets, refused: refused, cpu: signals.NewCPUWait()}}
+		fresh: signalSource{src: fresh, targets: targets, refused: refused, cpu: signals.NewCPUWait(), inst: &instanceCache{}}}
 }
 
 type signalSource struct {
@@ -48,6 +49,54 @@ type signalSource struct {
 	targets map[signals.Kind]float64
 	refused []signals.Kind
 	cpu     *signals.CPUWait // nil: src does not measure this process
+	inst    *instanceCache   // each instance's saturation of the last Read; nil: not kept
+}
+
+// instanceCache holds the per-instance signals of a source's last Read.
+type instanceCache struct {
+	mu sync.Mutex
+	m  map[string][]Signal
+}
+
+// Instances implements InstanceReader: each instance's saturation
+// (signals.Signals.SaturationByInstance) as a Signal like the fleet's.
+func (s signalSource) Instances() map[string][]Signal {
+	if s.inst == nil {
+		return nil
+	}
+	s.inst.mu.Lock()
+	defer s.inst.mu.Unlock()
+	return s.inst.m
+}
+
+// Instances implements InstanceReader with the fresh (in-process) source's.
+func (s layeredSource) Instances() map[string][]Signal { return s.fresh.Instances() }
+
+// signal is v as the Signal of kind k with target.
+func (s signalSource) signal(k signals.Kind, v signals.Value, target float64) Signal {
+	sg := Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At}
+	if slices.Contains(s.refused, k) && v.V >= 0 && v.V < 1 {
+		sg.Keep = 1 - v.V
+	}
+	return sg
+}
+
+// keepInstances stores each instance's saturation of sig for Instances;
+// nil when sig has none or saturation has no target.
+func (s signalSource) keepInstances(sig signals.Signals) {
+	if s.inst == nil {
+		return // the slow layer of FromLayered: its instances are not the tally's
+	}
+	var m map[string][]Signal
+	if target, ok := s.targets[signals.Saturation]; ok && sig.SaturationByInstance != nil {
+		m = make(map[string][]Signal, len(sig.SaturationByInstance))
+		for id, v := range sig.SaturationByInstance {
+			m[id] = []Signal{s.signal(signals.Saturation, v, target)}
+		}
+	}
+	s.inst.mu.Lock()
+	s.inst.m = m
+	s.inst.mu.Unlock()
 }
 
 func (s signalSource) Read(ctx context.Context) (Input, error) {
@@ -58,13 +107,9 @@ func (s signalSource) Read(ctx context.Context) (Input, error) {
 		if !ok {
 			continue
 		}
-		v := sig.Get(k)
-		sg := Signal{Name: k.String(), Value: v.V, Target: target, Valid: v.Valid, At: v.At}
-		if slices.Contains(s.refused, k) && v.V >= 0 && v.V < 1 {
-			sg.Keep = 1 - v.V
-		}
-		in.Signals = append(in.Signals, sg)
+		in.Signals = append(in.Signals, s.signal(k, sig.Get(k), target))
 	}
+	s.keepInstances(sig)
 	if sig.Admitted.Valid {
 		in.Admitted = maps.Clone(sig.Admitted.ByTier)
 	}

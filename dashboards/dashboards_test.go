@@ -37,6 +37,8 @@ var productMetrics = map[string]bool{
 	"throttled_controller_steps_total":            true,
 	"throttled_controller_leader":                 true,
 	"throttled_controller_cpu_wait_ratio":         true,
+	"throttled_controller_instances":              true,
+	"throttled_controller_instance_factors":       true,
 	"throttled_breaker_state":                     true,
 	"throttled_bulkhead_inflight":                 true,
 	"throttled_bulkhead_rejected_total":           true,

@@ -8,7 +8,9 @@
 # Each run starts its own redis-server (REDIS_CLUSTER=1: a 3-master
 # cluster). DURATION is each run's length (thirds: before, surge, after).
 # The JSON of every run is kept in $OUT (default a temp dir, printed).
-# TABLES=targets or TABLES=costs prints one table only.
+# TABLES=targets or TABLES=costs prints one table only. BIN runs that
+# binary instead of building this tree's; FIRST numbers the runs from it
+# (RUNS=0 prints the table of the runs already in $OUT).
 set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 cd "$(dirname "$0")/.."
@@ -18,13 +20,14 @@ tables=${TABLES:-targets costs}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 export PATH=$PATH:/usr/local/go/bin
-go build -o "$out/throttled" ./cmd/throttled
+bin=${BIN:-$out/throttled}; first=${FIRST:-1}
+[ -n "${BIN:-}" ] || go build -o "$bin" ./cmd/throttled
 cluster=(); [ "${REDIS_CLUSTER:-}" = 1 ] && cluster=(--redis-cluster)
 echo "# runs in $out; load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 one() { # N backend run [tag, default the backend]
   local f="$out/fleet-n$1-${4:-$2}-$3.json"
-  "$out/throttled" bench overload --scenario fleet --instances "$1" --backend "$2" --duration "$dur" \
+  "$bin" bench overload --scenario fleet --instances "$1" --backend "$2" --duration "$dur" \
     "${cluster[@]}" --json >"$f" 2>"$f.err" || echo "# run n=$1 $2 #$3 failed: $(tail -1 "$f.err")" >&2
   echo "# n=$1 $2 #$3 done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 }
@@ -42,7 +45,7 @@ recovery() {
 shape() { local v; v=$(col "$@"); if [ "$v" = "-1" ]; then echo "–"; else echo "$v"; fi; }
 
 if [[ " $tables " == *" targets "* ]]; then
-  for r in $(seq 1 "$runs"); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
+  for r in $(seq "$first" $((first + runs - 1))); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
   echo
   echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -35,7 +35,10 @@
 //
 // A vector with several series yields its largest finite sample (the worst
 // instance drives throttling); non-finite series are skipped, and only when
-// none is finite is the value invalid.
+// none is finite is the value invalid. In process, the saturation gauge's
+// series that carry an [InstanceLabel] (the fleet's, read from the tally)
+// are also kept one by one, in Signals.SaturationByInstance: a controller
+// whose scope is the instance steps each by its own.
 //
 // The admitted rates are judged sample by sample: each needs a "tier"
 // label, a finite value that is not negative and a fresh timestamp;

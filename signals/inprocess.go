@@ -41,7 +41,9 @@ type InProcessSettings struct {
 	// decision="allowed" or "delayed" count. DefaultAdmittedCounter if empty.
 	AdmittedCounter string
 	// SaturationGauge names a gauge whose largest series is the saturation
-	// (read as is, not windowed); empty means the signal is Disabled.
+	// (read as is, not windowed); empty means the signal is Disabled. Its
+	// series that carry an InstanceLabel are also read one by one
+	// (Signals.SaturationByInstance).
 	SaturationGauge string
 	// Now stamps the values; time.Now if nil.
 	Now func() time.Time
@@ -170,6 +172,9 @@ func (ip *InProcess) Read(ctx context.Context) (Signals, error) {
 		ErrorRatio: judge(ip.s.RequestsCounter, ip.errorRatio),
 		Saturation: judge(ip.s.SaturationGauge, ip.saturation),
 	}
+	if s.Saturation.Reason != Unsupported && ip.s.SaturationGauge != "" {
+		s.SaturationByInstance = byInstance(fams[ip.s.SaturationGauge], now)
+	}
 	if n := ip.s.AdmittedCounter; fams[n] == nil && err != nil {
 		s.Admitted = invalidRates(QueryError, now, err) // the baseline stays for the next read
 	} else {
@@ -270,6 +275,27 @@ func (ip *InProcess) saturation(mf *dto.MetricFamily, now time.Time) Value {
 		}
 	}
 	return best
+}
+
+// byInstance is the value of each series of a gauge by its InstanceLabel;
+// nil when no series has one.
+func byInstance(mf *dto.MetricFamily, now time.Time) map[string]Value {
+	var out map[string]Value
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() != InstanceLabel {
+				continue
+			}
+			if out == nil {
+				out = map[string]Value{}
+			}
+			v := finite(m.GetGauge().GetValue(), now)
+			if old, ok := out[l.GetValue()]; !ok || (v.Valid && (!old.Valid || v.V > old.V)) {
+				out[l.GetValue()] = v
+			}
+		}
+	}
+	return out
 }
 
 // counterDelta is the increase of a counter from prev to cur: cur itself

@@ -378,3 +378,26 @@ func BenchmarkInProcessRead(b *testing.B) {
 		}
 	}
 }
+
+// A saturation gauge whose series carry an instance label is read one by
+// one as well: the fleet's leader steps each instance by its own reading.
+func TestInProcessSaturationByInstance(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sat", Help: "h"}, []string{InstanceLabel})
+	reg.MustRegister(g)
+	ip := newInProcess(t, reg, InProcessSettings{SaturationGauge: "sat"}, newClock(at(0)))
+	if s := read(t, ip); s.SaturationByInstance != nil {
+		t.Fatalf("no series: by instance %v, want nil", s.SaturationByInstance)
+	}
+	g.WithLabelValues("hot").Set(0.5)
+	g.WithLabelValues("fine").Set(0)
+	g.WithLabelValues("broken").Set(math.NaN())
+	s := read(t, ip)
+	want(t, "fleet", s.Saturation, 0.5, OK, 0)
+	want(t, "hot", s.SaturationByInstance["hot"], 0.5, OK, 0)
+	want(t, "fine", s.SaturationByInstance["fine"], 0, OK, 0)
+	want(t, "broken", s.SaturationByInstance["broken"], 0, NaN, 0)
+	if len(s.SaturationByInstance) != 3 {
+		t.Fatalf("by instance %v, want hot, fine and broken", s.SaturationByInstance)
+	}
+}

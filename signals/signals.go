@@ -136,7 +136,15 @@ type Signals struct {
 	ErrorRatio Value // 0..1
 	Saturation Value // Disabled unless configured
 	Admitted   Rates // requests admitted per second, by tier
+	// SaturationByInstance is the saturation of each instance whose series
+	// carries an InstanceLabel (the fleet's, read from the tally), nil when
+	// none does. Saturation is still their largest.
+	SaturationByInstance map[string]Value
 }
+
+// InstanceLabel is the label naming the instance a saturation series
+// belongs to, for Signals.SaturationByInstance.
+const InstanceLabel = "instance"
 
 // Get returns the value of signal k (an invalid Disabled value for an
 // unknown kind).

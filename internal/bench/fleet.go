@@ -104,6 +104,9 @@ func (f *Fleet) add(w float64) (*member, error) {
 	parts := f.parts
 	parts.RedisURL = f.rd.url
 	cfg, err := stackConfig(spec, parts, "127.0.0.1:0")
+	if err == nil && f.parts.PerInstance {
+		cfg.Controller.Scope = "instance" // a sidecar per pod: each instance is cut for its own backend
+	}
 	if err == nil {
 		m.in, err = startInstance(f.ctx, cfg, spec, throttled.Options{Logger: quietLog, Registerer: m.reg, Redis: m.rdb})
 	}

@@ -79,7 +79,13 @@ func (s HeartbeatSettings) normalize() (HeartbeatSettings, error) {
 	return s, nil
 }
 
-func defaultInstanceID() string {
+func defaultInstanceID() string { return NewInstanceID() }
+
+// NewInstanceID is a new name for this instance among those sharing a
+// Redis: "<hostname>-<pid>-<random>", the default of TallySettings.ID and
+// HeartbeatSettings.ID. An instance uses one for its tally and its
+// subscriber (Settings.Instance) alike.
+func NewInstanceID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "instance"

@@ -63,11 +63,33 @@ func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
 		if strings.HasPrefix(f, "_") {
 			continue
 		}
+		if tier, id, ok := strings.Cut(f, multiplier.InstanceSep); ok {
+			if err := parseOwn(&m, tier, id, s); err != nil {
+				return m, err
+			}
+			continue
+		}
 		if m.Tiers[f], err = strconv.ParseFloat(s, 64); err != nil {
 			return m, fmt.Errorf("%w: multipliers tier %q: %v", ErrBadReply, f, err)
 		}
 	}
 	return m, nil
+}
+
+// parseOwn reads the field "<tier>@<id>" holding v into m.Instances.
+func parseOwn(m *multiplier.Set, tier, id, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return fmt.Errorf("%w: multipliers tier %q of instance %q: %v", ErrBadReply, tier, id, err)
+	}
+	if m.Instances == nil {
+		m.Instances = map[string]map[string]float64{}
+	}
+	if m.Instances[id] == nil {
+		m.Instances[id] = map[string]float64{}
+	}
+	m.Instances[id][tier] = f
+	return nil
 }
 
 // parseExplained reads hash field f into m's Reasons or Since if it is one
@@ -126,6 +148,8 @@ type multiplierMessage struct {
 	Rates   map[string]float64 `json:"rates,omitempty"`
 	Reasons map[string]string  `json:"reasons,omitempty"`
 	Since   map[string]int64   `json:"since,omitempty"` // unix ms
+	// Instances: instance id → tier → its own multiplier (Set.Instances).
+	Instances map[string]map[string]float64 `json:"instances,omitempty"`
 }
 
 func parseMultiplierMessage(payload string) (multiplier.Set, error) {
@@ -139,7 +163,8 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 	if msg.Tiers == nil {
 		msg.Tiers = map[string]float64{}
 	}
-	m := multiplier.Set{Tiers: msg.Tiers, Rates: msg.Rates, Reasons: msg.Reasons, Epoch: msg.Epoch, At: time.UnixMilli(msg.At)}
+	m := multiplier.Set{Tiers: msg.Tiers, Rates: msg.Rates, Reasons: msg.Reasons, Epoch: msg.Epoch, At: time.UnixMilli(msg.At),
+		Instances: msg.Instances}
 	for tier, ms := range msg.Since {
 		if m.Since == nil {
 			m.Since = map[string]time.Time{}
@@ -152,7 +177,7 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 // publishArgs is the ARGV of multPublishScript for m.
 func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
 	at := m.At.UnixMilli()
-	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons}
+	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons, Instances: m.Instances}
 	for t, since := range m.Since {
 		if mm.Since == nil {
 			mm.Since = map[string]int64{}
@@ -182,6 +207,11 @@ func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
 	}
 	for t, cut := range m.Cuts {
 		args = append(args, multCutPrefix+t, cut.UnixMilli())
+	}
+	for id, own := range m.Instances {
+		for t, v := range own {
+			args = append(args, t+multiplier.InstanceSep+id, strconv.FormatFloat(v, 'g', -1, 64))
+		}
 	}
 	return args, nil
 }

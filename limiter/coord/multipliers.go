@@ -38,6 +38,11 @@ type Settings struct {
 	// its own monotonic clock. 0 means 15 s, three default controller
 	// periods.
 	StaleAfter time.Duration
+	// Instance, for a Subscriber, is this instance's id (as in its
+	// TallySettings.ID): a controller whose scope is the instance publishes
+	// its own factors under it, which it applies in place of the fleet's.
+	// "" applies the fleet's alone.
+	Instance string
 	// PollOnly makes the subscriber poll without subscribing, for Redis
 	// proxies without pub/sub.
 	PollOnly bool

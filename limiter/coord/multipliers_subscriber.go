@@ -27,6 +27,7 @@ import (
 // NTP, neither ignore fresh multipliers nor keep dead ones.
 type publishedSet struct {
 	set      multiplier.Set
+	own      map[string]float64 // set.Instances[Settings.Instance]: this instance's own factors, nil when none
 	received time.Time
 	staleAt  time.Time // received + StaleAfter
 }
@@ -111,13 +112,17 @@ func NewSubscriber(c redis.UniversalClient, s Settings, reg prometheus.Registere
 	return sub, nil
 }
 
-// Multiplier is the multiplier to apply to tier now: 1 for an unknown tier,
-// before anything was received, and when the last set is stale. It takes no
-// lock and allocates nothing.
+// Multiplier is the multiplier to apply to tier now: this instance's own
+// factor when the controller published one (Settings.Instance), else the
+// fleet's; 1 for an unknown tier, before anything was received, and when
+// the last set is stale. It takes no lock and allocates nothing.
 func (s *Subscriber) Multiplier(tier string) float64 {
 	p := s.cur.Load()
 	if p == nil || p.stale(s.s.Now()) {
 		return 1
+	}
+	if v, ok := p.own[tier]; ok {
+		return v
 	}
 	if v, ok := p.set.Tiers[tier]; ok {
 		return v
@@ -170,6 +175,9 @@ func (s *Subscriber) offer(m multiplier.Set, from string) bool {
 	}
 	now := s.s.Now()
 	next := &publishedSet{set: m, received: now, staleAt: now.Add(s.s.StaleAfter)}
+	if s.s.Instance != "" {
+		next.own = m.Instances[s.s.Instance]
+	}
 	for {
 		cur := s.cur.Load()
 		if !newerSet(cur, &m, now) {

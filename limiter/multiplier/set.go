@@ -43,7 +43,20 @@ type Set struct {
 	// Enforcers ignore them.
 	Knees map[string]float64
 	Cuts  map[string]time.Time
+	// Instances holds factors of single instances where they differ from
+	// Tiers (a controller whose scope is the instance: a sidecar per pod,
+	// each with its own backend): instance id → tier → multiplier in
+	// (0, max]. An instance applies its own entry of a tier when there is
+	// one, else the tier's in Tiers. Instance ids must not be empty; tier
+	// names never contain "@", which joins the two on the wire
+	// ("<tier>@<instance>").
+	Instances map[string]map[string]float64
 }
+
+// InstanceSep joins a tier and an instance id in the published hash's
+// field of an instance's own factor: "<tier>@<instance>". Tier names never
+// contain it (enforce.NamePattern).
+const InstanceSep = "@"
 
 // MaxReasonLen bounds the bytes of one reason.
 const MaxReasonLen = 256
@@ -103,7 +116,31 @@ func (s *Set) Validate(max float64) error {
 			errs = append(errs, fmt.Errorf("%w: cut tier name %q must not be empty or start with '_'", ErrInvalid, t))
 		}
 	}
+	errs = append(errs, s.validateInstances(max)...)
 	return errors.Join(errs...)
+}
+
+// validateInstances reports the problems of s.Instances, by instance then
+// tier.
+func (s *Set) validateInstances(max float64) []error {
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(s.Instances)) {
+		if id == "" {
+			errs = append(errs, fmt.Errorf("%w: instance id must not be empty", ErrInvalid))
+			continue
+		}
+		own := s.Instances[id]
+		for _, t := range slices.Sorted(maps.Keys(own)) {
+			switch v := own[t]; {
+			case t == "" || strings.HasPrefix(t, "_") || strings.Contains(t, InstanceSep):
+				errs = append(errs, fmt.Errorf("%w: instance %q: tier name %q must not be empty, start with '_' or contain %q",
+					ErrInvalid, id, t, InstanceSep))
+			case !(v > 0 && v <= max):
+				errs = append(errs, fmt.Errorf("%w: instance %q: tier %q: multiplier %v must be in (0, %v]", ErrInvalid, id, t, v, max))
+			}
+		}
+	}
+	return errs
 }
 
 // Source gives the current multiplier of a tier (1 when healthy). It must

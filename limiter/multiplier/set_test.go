@@ -24,6 +24,11 @@ func TestSetValidate(t *testing.T) {
 			[]string{`"_x" must not`, `tier "a": multiplier 0`, `tier "b": multiplier 2`, `tier "c": multiplier NaN`}},
 		{"rates", multiplier.Set{Rates: map[string]float64{"a": 0, "b": math.Inf(1), "": 1}, At: at},
 			[]string{`rate tier name ""`, `tier "a": rate 0`, `tier "b": rate +Inf`}},
+		{"instances", multiplier.Set{Instances: map[string]map[string]float64{"i1": {"free": 0.25}, "i2": {"free": 1}}, At: at}, nil},
+		{"instances invalid", multiplier.Set{Instances: map[string]map[string]float64{"": {"free": 0.5},
+			"i1": {"free": 0, "a@b": 0.5, "_x": 1}}, At: at},
+			[]string{"instance id must not be empty", `instance "i1": tier "free": multiplier 0`, `instance "i1": tier name "a@b"`,
+				`instance "i1": tier name "_x"`}},
 	} {
 		err := tc.s.Validate(1)
 		if len(tc.want) == 0 {
