@@ -2,13 +2,13 @@ package throttled
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/throttledhq/throttled/controller"
 	"github.com/throttledhq/throttled/internal/testenv"
 	"github.com/throttledhq/throttled/limiter/coord"
@@ -85,22 +85,26 @@ func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 	}
 
 	// Killed, fine leaves the leader's reading (silent for the tally's
-	// freshness, 1 s here) and its entries leave the published hash.
-	if v, err := r.Client().HGet(ctx, prefix+"multipliers", "free@fine").Result(); err != nil || v != "1" {
-		t.Fatalf("hash field free@fine = %q, %v; want 1 while hot is cut", v, err)
+	// freshness, 1 s here): its own hash ("<hash>@<id>", beside the fleet's
+	// hash) is no longer of the current publication, and leaves the ids'
+	// set the next leader loads.
+	fleetKey := prefix + "multipliers"
+	own, ids := "{"+fleetKey+"}@fine", "{"+fleetKey+"}@"
+	if v, err := r.Client().HGet(ctx, own, "free").Result(); err != nil || v != "1" {
+		t.Fatalf("%s free = %q, %v; want 1 while hot is cut", own, v, err)
 	}
 	fineGone.Store(true)
-	testenv.WaitFor(t, 20*time.Second, "fine's entries gone from the multipliers hash", func() bool {
-		h, err := r.Client().HGetAll(ctx, prefix+"multipliers").Result()
+	testenv.WaitFor(t, 20*time.Second, "fine gone from the instances with own factors", func() bool {
+		member, err := r.Client().SIsMember(ctx, ids, "fine").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for f := range h {
-			if strings.HasSuffix(f, "@fine") {
-				return false
-			}
+		fleetAt, err1 := r.Client().HGet(ctx, fleetKey, "_at").Result()
+		ownAt, err2 := r.Client().HGet(ctx, own, "_at").Result()
+		if err1 != nil || (err2 != nil && err2 != redis.Nil) {
+			t.Fatal(err1, err2)
 		}
-		return len(h) > 0
+		return !member && ownAt != fleetAt
 	})
 }
 

@@ -168,7 +168,7 @@ func (s *Instance) buildController(ctx context.Context) error {
 		pub, lease = s.mults.src.(*localMultipliers), localLease{}
 	} else {
 		// The lease fences the publishes: a stalled ex-leader's are refused.
-		cs := coord.Settings{Prefix: s.cfg.Redis.Prefix}
+		cs := coord.Settings{Prefix: s.cfg.Redis.Prefix, StaleAfter: s.cfg.Controller.MultiplierStaleAfter.D()}
 		l, err := coord.NewLease(s.rdb, cs.LeaseKey(), cc.LeaseTTL.D())
 		if err != nil {
 			return err

@@ -63,33 +63,11 @@ func parseMultiplierHash(h map[string]string) (multiplier.Set, error) {
 		if strings.HasPrefix(f, "_") {
 			continue
 		}
-		if tier, id, ok := strings.Cut(f, multiplier.InstanceSep); ok {
-			if err := parseOwn(&m, tier, id, s); err != nil {
-				return m, err
-			}
-			continue
-		}
 		if m.Tiers[f], err = strconv.ParseFloat(s, 64); err != nil {
 			return m, fmt.Errorf("%w: multipliers tier %q: %v", ErrBadReply, f, err)
 		}
 	}
 	return m, nil
-}
-
-// parseOwn reads the field "<tier>@<id>" holding v into m.Instances.
-func parseOwn(m *multiplier.Set, tier, id, v string) error {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return fmt.Errorf("%w: multipliers tier %q of instance %q: %v", ErrBadReply, tier, id, err)
-	}
-	if m.Instances == nil {
-		m.Instances = map[string]map[string]float64{}
-	}
-	if m.Instances[id] == nil {
-		m.Instances[id] = map[string]float64{}
-	}
-	m.Instances[id][tier] = f
-	return nil
 }
 
 // parseExplained reads hash field f into m's Reasons or Since if it is one
@@ -174,10 +152,13 @@ func parseMultiplierMessage(payload string) (multiplier.Set, error) {
 	return m, nil
 }
 
-// publishArgs is the ARGV of multPublishScript for m.
-func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
+// publishArgs are the KEYS after the fleet hash's and the lease's, and the
+// ARGV, of multPublishScript for m: epoch, at_ms, message, token, fence,
+// fenced (1 or 0), the own hashes' TTL in ms, n, n field/value pairs of
+// the fleet hash, then ownArgs' blocks.
+func publishArgs(key string, m multiplier.Set, token string, fence uint64, ttlMS int64) ([]string, []any, error) {
 	at := m.At.UnixMilli()
-	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons, Instances: m.Instances}
+	mm := multiplierMessage{Epoch: m.Epoch, At: at, Tiers: m.Tiers, Rates: m.Rates, Reasons: m.Reasons}
 	for t, since := range m.Since {
 		if mm.Since == nil {
 			mm.Since = map[string]int64{}
@@ -186,52 +167,82 @@ func publishArgs(m multiplier.Set, token string, fence uint64) ([]any, error) {
 	}
 	msg, err := json.Marshal(mm)
 	if err != nil { // unreachable: validated floats always encode
-		return nil, fmt.Errorf("coord: encoding multipliers: %w", err)
+		return nil, nil, fmt.Errorf("coord: encoding multipliers: %w", err)
 	}
-	args := make([]any, 0, 5+2*(len(m.Tiers)+len(m.Rates)+len(m.Reasons)+len(m.Since)+len(m.Knees)+len(m.Cuts)))
-	args = append(args, m.Epoch, at, msg, token, fence)
+	fenced := 0
+	if token != "" {
+		fenced = 1
+	}
+	var pairs []any
 	for t, v := range m.Tiers {
-		args = append(args, t, strconv.FormatFloat(v, 'g', -1, 64))
+		pairs = append(pairs, t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	for t, v := range m.Rates {
-		args = append(args, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
+		pairs = append(pairs, multRatePrefix+t, strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	for t, r := range m.Reasons {
-		args = append(args, multReasonPrefix+t, r)
+		pairs = append(pairs, multReasonPrefix+t, r)
 	}
 	for t, since := range m.Since {
-		args = append(args, multSincePrefix+t, since.UnixMilli())
+		pairs = append(pairs, multSincePrefix+t, since.UnixMilli())
 	}
 	for t, k := range m.Knees {
-		args = append(args, multKneePrefix+t, strconv.FormatFloat(k, 'g', -1, 64))
+		pairs = append(pairs, multKneePrefix+t, strconv.FormatFloat(k, 'g', -1, 64))
 	}
 	for t, cut := range m.Cuts {
-		args = append(args, multCutPrefix+t, cut.UnixMilli())
+		pairs = append(pairs, multCutPrefix+t, cut.UnixMilli())
 	}
-	for id, own := range m.Instances {
-		for t, v := range own {
-			args = append(args, t+multiplier.InstanceSep+id, strconv.FormatFloat(v, 'g', -1, 64))
-		}
+	keys, own, err := ownArgs(key, m, mm)
+	if err != nil {
+		return nil, nil, err
 	}
-	return args, nil
+	args := append([]any{m.Epoch, at, msg, token, fence, fenced, ttlMS, len(pairs) / 2}, pairs...)
+	return keys, append(args, own...), nil
 }
 
-// Load returns the published multipliers (found false when nothing was
-// published), for a controller that becomes leader.
+// Load returns the published multipliers with every instance's own
+// factors (found false when nothing was published), for a controller that
+// becomes leader.
 func (p *Publisher) Load(ctx context.Context) (multiplier.Set, bool, error) {
-	return loadMultipliers(ctx, p.c, p.key, p.s.MaxMultiplier)
-}
-
-// loadMultipliers reads and checks the hash at key.
-func loadMultipliers(ctx context.Context, c redis.UniversalClient, key string, max float64) (multiplier.Set, bool, error) {
-	h, err := c.HGetAll(ctx, key).Result()
+	h, err := p.c.HGetAll(ctx, p.key).Result()
 	if err != nil {
 		return multiplier.Set{}, false, fmt.Errorf("coord: loading multipliers: %w", err)
 	}
+	return checkMultipliers(h, p.s.MaxMultiplier, func(m *multiplier.Set) error { return loadOwn(ctx, p.c, p.key, m, nil) })
+}
+
+// loadMultipliers reads the hash at key and, when instance is not "",
+// that instance's own factors, in one transaction.
+func loadMultipliers(ctx context.Context, c redis.UniversalClient, key, instance string, max float64) (multiplier.Set, bool, error) {
+	var fleet, own *redis.MapStringStringCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		fleet = p.HGetAll(ctx, key)
+		if instance != "" {
+			own = p.HGetAll(ctx, ownKey(key, instance))
+		}
+		return nil
+	})
+	if err != nil {
+		return multiplier.Set{}, false, fmt.Errorf("coord: loading multipliers: %w", err)
+	}
+	return checkMultipliers(fleet.Val(), max, func(m *multiplier.Set) error {
+		if own == nil {
+			return nil
+		}
+		return parseOwnHash(m, instance, own.Val())
+	})
+}
+
+// checkMultipliers parses the fleet's hash h, adds own factors by own,
+// and validates the whole.
+func checkMultipliers(h map[string]string, max float64, own func(*multiplier.Set) error) (multiplier.Set, bool, error) {
 	if len(h) == 0 {
 		return multiplier.Set{}, false, nil
 	}
 	m, err := parseMultiplierHash(h)
+	if err == nil {
+		err = own(&m)
+	}
 	if err == nil {
 		if err = m.Validate(max); err != nil {
 			err = fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,9 @@ type Settings struct {
 	PollInterval time.Duration
 	// StaleAfter: the subscriber treats multipliers as 1 when it received
 	// no new set (a new epoch or a controller heartbeat) for this long, by
-	// its own monotonic clock. 0 means 15 s, three default controller
-	// periods.
+	// its own monotonic clock; for a Publisher, the lifetime of an
+	// instance's own factors' hash (ownfactors.go). 0 means 15 s, three
+	// default controller periods.
 	StaleAfter time.Duration
 	// Instance, for a Subscriber, is this instance's id (as in its
 	// TallySettings.ID): a controller whose scope is the instance publishes
@@ -103,15 +105,21 @@ func (s *Settings) key() string { return s.Prefix + "multipliers" }
 
 // multPublishScript replaces the hash unless it holds a newer epoch, then
 // publishes ARGV[3] on the channel named like the hash, KEYS[1]. Fenced
-// (KEYS[2] the lease, KEYS[3] its fencing counter, all in one slot), it
-// first checks that the lease holds ARGV[4] and the counter ARGV[5].
+// (ARGV[6] = 1: KEYS[2] the lease, KEYS[3] its fencing counter, all in one
+// slot), it first checks that the lease holds ARGV[4] and the counter
+// ARGV[5]. The instances' own factors (ownfactors.go) follow: KEYS the
+// ids' set, then each instance's hash; ARGV per instance id, message, n
+// and n pairs. Each own hash is rewritten with _at and expires after
+// ARGV[7] ms, the ids' set holds this publication's, and each own message
+// goes out before the fleet's.
 //
-//	ARGV = epoch, at_ms, message, token, fence, tier1, value1, ...
+//	ARGV = epoch, at_ms, message, token, fence, fenced, own_ttl_ms, n, n field/value pairs, own blocks
 //
 // Replies {1} when written, {0, stored_epoch} when refused for the epoch,
 // {2} when fenced.
 var multPublishScript = redis.NewScript(`
-if #KEYS == 3 and (redis.call('GET', KEYS[2]) ~= ARGV[4] or redis.call('GET', KEYS[3]) ~= ARGV[5]) then
+local fenced = ARGV[6] == '1'
+if fenced and (redis.call('GET', KEYS[2]) ~= ARGV[4] or redis.call('GET', KEYS[3]) ~= ARGV[5]) then
   return {2}
 end
 local cur = redis.call('HGET', KEYS[1], '_epoch')
@@ -121,11 +129,32 @@ if n and n > tonumber(ARGV[1]) then
 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], '_epoch', ARGV[1], '_at', ARGV[2])
-if #KEYS == 3 then
+if fenced then
   redis.call('HSET', KEYS[1], '_fence', ARGV[5])
 end
-for i = 6, #ARGV, 2 do
+local i = 9
+for _ = 1, tonumber(ARGV[8]) do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+local k = fenced and 4 or 2
+if KEYS[k] then
+  redis.call('DEL', KEYS[k])
+  for o = k + 1, #KEYS do
+    redis.call('SADD', KEYS[k], ARGV[i])
+    redis.call('DEL', KEYS[o])
+    redis.call('HSET', KEYS[o], '_at', ARGV[2])
+    local msg = ARGV[i + 1]
+    local np = tonumber(ARGV[i + 2])
+    i = i + 3
+    for _ = 1, np do
+      redis.call('HSET', KEYS[o], ARGV[i], ARGV[i + 1])
+      i = i + 2
+    end
+    redis.call('PEXPIRE', KEYS[o], ARGV[7])
+    redis.call('PUBLISH', KEYS[o], msg)
+  end
+  redis.call('PEXPIRE', KEYS[k], ARGV[7])
 end
 redis.call('PUBLISH', KEYS[1], ARGV[3])
 return {1}
@@ -179,11 +208,11 @@ func (p *Publisher) Publish(ctx context.Context, m multiplier.Set) error {
 			return fmt.Errorf("%w: lease %q never acquired", ErrFenced, l.key)
 		}
 	}
-	args, err := publishArgs(m, token, fence)
+	own, args, err := publishArgs(p.key, m, token, fence, p.s.StaleAfter.Milliseconds())
 	if err != nil {
 		return err
 	}
-	res, err := multPublishScript.Run(ctx, p.c, p.keys, args...).Result()
+	res, err := multPublishScript.Run(ctx, p.c, append(slices.Clip(p.keys), own...), args...).Result()
 	if err != nil {
 		return fmt.Errorf("coord: publishing multipliers: %w", err)
 	}

@@ -2,6 +2,8 @@ package coord
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,18 +62,61 @@ func mtOwnFactors(t *testing.T, c redis.UniversalClient, s Settings) {
 	})
 }
 
-// A message or hash with a bad own factor is refused whole, as a bad tier
-// is.
+// An own hash of the set's publication is read, one of an older
+// publication adds nothing, and a bad own factor is an error, as a bad
+// tier is.
 func TestOwnFactorParsing(t *testing.T) {
-	m, err := parseMultiplierHash(map[string]string{multFieldEpoch: "3", multFieldAt: "1700000000000", "free": "0.5", "free@i-1": "1"})
-	if err != nil || m.Instances["i-1"]["free"] != 1 || m.Tiers["free"] != 0.5 || len(m.Tiers) != 1 {
-		t.Fatalf("parse = %+v, %v; want free 0.5 and i-1's free 1", m, err)
+	m := multiplier.Set{At: time.UnixMilli(1700000000000), Tiers: map[string]float64{"free": 0.5}}
+	if err := parseOwnHash(&m, "i-1", map[string]string{multFieldAt: "1700000000000", "free": "1"}); err != nil ||
+		m.Instances["i-1"]["free"] != 1 {
+		t.Fatalf("parse = %+v, %v; want i-1's free 1", m.Instances, err)
 	}
-	if _, err := parseMultiplierHash(map[string]string{multFieldEpoch: "3", multFieldAt: "1700000000000", "free@i-1": "x"}); err == nil {
+	if err := parseOwnHash(&m, "i-2", map[string]string{multFieldAt: "1699999995000", "free": "1"}); err != nil ||
+		m.Instances["i-2"] != nil {
+		t.Fatalf("parse of an older own hash = %+v, %v; want nothing added", m.Instances, err)
+	}
+	if err := parseOwnHash(&m, "i-1", map[string]string{multFieldAt: "1700000000000", "free": "x"}); err == nil {
 		t.Fatal("parse of a non-number own factor: no error")
 	}
 	bad := multiplier.Set{At: time.Now(), Instances: map[string]map[string]float64{"i": {"free": 2}}}
 	if err := bad.Validate(1); err == nil {
 		t.Fatal("an own factor above max validated")
+	}
+}
+
+// What every instance reads stays the size of the fleet's tiers however
+// many instances have factors of their own: the fleet's hash and message
+// hold none of them; each instance's own hash holds its own, expiring.
+func TestOwnFactorsStayOutOfTheFleetsHash(t *testing.T) {
+	r := testenv.StartRedis(t)
+	c := r.Client()
+	s := mtSettings(Settings{PollInterval: time.Hour})
+	p := mtPublisher(t, c, s)
+	ctx := context.Background()
+	ps := c.Subscribe(ctx, p.Key())
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := mtSet(1, time.Now(), map[string]float64{"free": 0.25, "premium": 1})
+	m.Instances = map[string]map[string]float64{}
+	for i := range 50 {
+		m.Instances[fmt.Sprintf("i-%d", i)] = map[string]float64{"free": 1, "premium": 0.5}
+	}
+	mtPublish(t, p, m)
+	h, err := c.HGetAll(ctx, p.Key()).Result()
+	if err != nil || len(h) > 8 {
+		t.Fatalf("fleet hash has %d fields (%v), want at most 8: no instance's", len(h), err)
+	}
+	msg, err := ps.ReceiveMessage(ctx)
+	if err != nil || len(msg.Payload) > 200 || strings.Contains(msg.Payload, "i-") {
+		t.Fatalf("fleet message %q (%v), want one without the instances' factors", msg.Payload, err)
+	}
+	own := ownKey(p.Key(), "i-7")
+	if v, err := c.HGet(ctx, own, "premium").Result(); err != nil || v != "0.5" {
+		t.Fatalf("%s premium = %q, %v; want 0.5", own, v, err)
+	}
+	if ttl, err := c.PTTL(ctx, own).Result(); err != nil || ttl <= 0 || ttl > p.s.StaleAfter {
+		t.Fatalf("%s expires in %v (%v), want within StaleAfter %v", own, ttl, err, p.s.StaleAfter)
 	}
 }

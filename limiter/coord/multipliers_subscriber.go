@@ -228,7 +228,7 @@ func (s *Subscriber) pollLoop(ctx context.Context) {
 func (s *Subscriber) poll(ctx context.Context, failing *bool) {
 	cctx, cancel := context.WithTimeout(ctx, max(s.s.PollInterval, time.Second))
 	defer cancel()
-	m, found, err := loadMultipliers(cctx, s.c, s.key, s.s.MaxMultiplier)
+	m, found, err := loadMultipliers(cctx, s.c, s.key, s.s.Instance, s.s.MaxMultiplier)
 	switch {
 	case err != nil && ctx.Err() == nil && !*failing:
 		s.s.Logger.Warn("coord: polling multipliers failed", "key", s.key, "err", err)
@@ -272,7 +272,11 @@ func (s *Subscriber) listen(ctx context.Context) {
 // session subscribes once and applies messages until the connection fails
 // or ctx ends. It reports whether the subscription was ever confirmed.
 func (s *Subscriber) session(ctx context.Context) (up bool, err error) {
-	ps := s.c.Subscribe(ctx, s.key)
+	channels := []string{s.key}
+	if s.s.Instance != "" {
+		channels = append(channels, ownKey(s.key, s.s.Instance)) // see ownfactors.go
+	}
+	ps := s.c.Subscribe(ctx, channels...)
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
 	defer func() { stop(); _ = ps.Close() }()
 	pinged := false

@@ -48,14 +48,13 @@ type Set struct {
 	// each with its own backend): instance id → tier → multiplier in
 	// (0, max]. An instance applies its own entry of a tier when there is
 	// one, else the tier's in Tiers. Instance ids must not be empty; tier
-	// names never contain "@", which joins the two on the wire
-	// ("<tier>@<instance>").
+	// names never contain "@".
 	Instances map[string]map[string]float64
 }
 
-// InstanceSep joins a tier and an instance id in the published hash's
-// field of an instance's own factor: "<tier>@<instance>". Tier names never
-// contain it (enforce.NamePattern).
+// InstanceSep joins the multipliers' hash name and an instance id in the
+// name of the hash (and channel) of that instance's own factors. Tier
+// names never contain it (enforce.NamePattern).
 const InstanceSep = "@"
 
 // MaxReasonLen bounds the bytes of one reason.
