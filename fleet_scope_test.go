@@ -62,6 +62,12 @@ func TestInstanceScopeCutsTheHotInstanceAlone(t *testing.T) {
 			}
 		}
 	})
+	// The leader starts once both instances are in the tally: one it has
+	// not read yet applies the fleet's multipliers, by design.
+	testenv.WaitFor(t, 10*time.Second, "both instances in the tally", func() bool {
+		counts, err := tallies["fine"].Read(ctx)
+		return err == nil && counts["hot"] != nil && counts["fine"] != nil
+	})
 	loop := scopeLeader(t, r, prefix, tallies["fine"], period)
 	wg.Go(func() { _ = loop.Run(ctx) })
 

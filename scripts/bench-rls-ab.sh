@@ -21,38 +21,19 @@ cd "$(dirname "$0")/.."
 runs=${RUNS:-3}; callers=${CALLERS:-64}; keys=${KEYS:-10000}; dur=${DUR:-8s}; port=${PORT:-16900}
 dir=$(mktemp -d)
 pids=()
-stop() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  pids=()
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-}
-trap 'stop; rm -rf "$dir"' EXIT
+trap 'rls_bench_down; rm -rf "$dir"' EXIT
 after=${AFTER:-$dir/throttled}
 [ -n "${AFTER:-}" ] || go build -o "$after" ./cmd/throttled
 
 round() { # binary, label
-  local bin=$1 i
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes \
-    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
-  until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
-  for i in 0 1; do
-    rls_bench_config "redis://127.0.0.1:$port/1" "127.0.0.1:$((port + 3 + i))" 1s >"$dir/t$i.yaml"
-    "$bin" serve --config "$dir/t$i.yaml" --admin-listen "127.0.0.1:$((port + 1 + i))" >"$dir/t$i.log" 2>&1 &
-    pids+=($!)
-  done
+  local bin=$1
+  rls_bench_up "$bin" "$after"
   local addrs=127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4))
-  for _ in $(seq 100); do # both instances answer
-    "$after" bench rls --addr "$addrs" --domain bench --descriptor 'rule=per_key,key={id}' --exactness 1 \
-      --span 1ms --json 2>/dev/null | jq -e '.errors == 0' >/dev/null && break
-    sleep 0.2
-  done
   "$after" bench rls --addr "$addrs" --domain bench --descriptor 'rule=per_key,key={id}' --concurrency "$callers" \
     --keys "$keys" --duration "$dur" --warmup 1s --pids "${pids[0]},${pids[1]}" \
     --redis-url "redis://127.0.0.1:$port/0" --json |
     jq -c --arg b "$2" --arg load "$(cut -d' ' -f1 /proc/loadavg)" '. + {build: $b, load: $load}'
-  stop
+  rls_bench_down
 }
 
 echo "# $(date -u +%FT%TZ) before $BEFORE, after $after, $callers callers, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -1,5 +1,6 @@
 # Sourced by the rate limit service benches (bench-rls-peer.sh,
-# bench-rls-ab.sh): one throttled config for them both.
+# bench-rls-ab.sh, bench-redis-rls.sh): one throttled config for them all,
+# and the two-instance setup of the A/B benches.
 #
 # rls_bench_config REDIS_URL LISTEN DEADLINE prints a throttled config
 # answering Envoy's RLS on LISTEN in domain "bench": rule per_key, 100/s
@@ -19,4 +20,35 @@ rules:
 controller: { disabled: true }
 log: { level: warn }
 EOY
+}
+
+# rls_bench_up BIN BENCH starts, with the caller's $port, $dir and pids
+# array, a redis-server on $port and two `BIN serve` instances answering
+# on $port+3 and $port+4 (admin on $port+1, $port+2), and waits until
+# both answer BENCH's (a throttled binary) RLS calls. rls_bench_down stops
+# them all.
+rls_bench_up() {
+  local bin=$1 bench=$2 i
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize yes \
+    --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+  until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+  for i in 0 1; do
+    rls_bench_config "redis://127.0.0.1:$port/1" "127.0.0.1:$((port + 3 + i))" 1s >"$dir/t$i.yaml"
+    "$bin" serve --config "$dir/t$i.yaml" --admin-listen "127.0.0.1:$((port + 1 + i))" >"$dir/t$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for _ in $(seq 100); do # both instances answer
+    "$bench" bench rls --addr "127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4))" --domain bench \
+      --descriptor 'rule=per_key,key={id}' --exactness 1 --span 1ms --json 2>/dev/null |
+      jq -e '.errors == 0' >/dev/null && break
+    sleep 0.2
+  done
+}
+
+rls_bench_down() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 }

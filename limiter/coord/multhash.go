@@ -208,7 +208,7 @@ func (p *Publisher) Load(ctx context.Context) (multiplier.Set, bool, error) {
 	if err != nil {
 		return multiplier.Set{}, false, fmt.Errorf("coord: loading multipliers: %w", err)
 	}
-	return checkMultipliers(h, p.s.MaxMultiplier, func(m *multiplier.Set) error { return loadOwn(ctx, p.c, p.key, m, nil) })
+	return checkMultipliers(h, p.s.MaxMultiplier, func(m *multiplier.Set) error { return loadOwn(ctx, p.c, p.key, m) })
 }
 
 // loadMultipliers reads the hash at key and, when instance is not "",

@@ -84,14 +84,12 @@ func parseOwnHash(m *multiplier.Set, id string, h map[string]string) error {
 	return nil
 }
 
-// loadOwn reads the own factors of ids (all listed ones when ids is nil)
-// into m, published with it.
-func loadOwn(ctx context.Context, c redis.UniversalClient, key string, m *multiplier.Set, ids []string) error {
-	if ids == nil {
-		var err error
-		if ids, err = c.SMembers(ctx, ownIDsKey(key)).Result(); err != nil {
-			return fmt.Errorf("coord: loading multipliers: %w", err)
-		}
+// loadOwn reads into m the own factors of every instance listed as
+// having some, published with m.
+func loadOwn(ctx context.Context, c redis.UniversalClient, key string, m *multiplier.Set) error {
+	ids, err := c.SMembers(ctx, ownIDsKey(key)).Result()
+	if err != nil {
+		return fmt.Errorf("coord: loading multipliers: %w", err)
 	}
 	for _, id := range ids {
 		h, err := c.HGetAll(ctx, ownKey(key, id)).Result()
