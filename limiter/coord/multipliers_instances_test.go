@@ -51,6 +51,9 @@ func mtOwnFactors(t *testing.T, c redis.UniversalClient, s Settings) {
 			return subs[id].Multiplier("free") == w[0] && subs[id].Multiplier("premium") == w[1]
 		})
 	}
+	if got := subs["warm"].Snapshot().Tiers; got["free"] != 0.5 || got["premium"] != 0.9 {
+		t.Fatalf("warm's snapshot %v, want its own free 0.5 and premium 0.9 (what it applies)", got)
+	}
 	if got, _, err := p.Load(context.Background()); err != nil || got.Instances["warm"]["premium"] != 0.9 || got.Instances["fine"]["free"] != 1 {
 		t.Fatalf("Load: instances %v, err %v; want fine's and warm's entries", got.Instances, err)
 	}

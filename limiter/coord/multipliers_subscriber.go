@@ -50,7 +50,7 @@ func (o Origin) String() string { return originNames.String(o) }
 
 // Snapshot is what a subscriber holds, for the admin API.
 type Snapshot struct {
-	Tiers      map[string]float64 // last accepted (a copy); applied only when Origin is OriginRedis
+	Tiers      map[string]float64 // last accepted, with this instance's own factors (a copy); applied only when Origin is OriginRedis
 	Epoch      uint64
 	At         time.Time     // the controller step that produced them (its clock)
 	Age        time.Duration // since this instance received them; 0 when Origin is OriginNone
@@ -149,6 +149,7 @@ func (s *Subscriber) Snapshot() Snapshot {
 	}
 	now := s.s.Now()
 	snap.Tiers = maps.Clone(p.set.Tiers)
+	maps.Copy(snap.Tiers, p.own) // what this instance applies: its own factors over the fleet's
 	snap.Reasons, snap.Since = maps.Clone(p.set.Reasons), maps.Clone(p.set.Since)
 	snap.Epoch, snap.At, snap.Age = p.set.Epoch, p.set.At, now.Sub(p.received)
 	snap.Origin = OriginRedis

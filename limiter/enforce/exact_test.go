@@ -200,7 +200,7 @@ func TestCheckThenHeadersAllocs(t *testing.T) {
 func TestTwoLimitsAllocs(t *testing.T) {
 	p := enforce.Policy{Tiers: slices.Clone(testTiers), Rules: []enforce.Rule{
 		{Name: "two", Path: "/two", Keys: []string{"api_key"}, Limits: []enforce.Limit{
-			{Limit: 100, Period: time.Minute}, {Limit: 5, Period: 1500 * time.Millisecond}}}}}
+			{Limit: 1000, Period: time.Minute}, {Limit: 500, Period: 1500 * time.Millisecond}}}}}
 	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
 	if err != nil {
 		t.Fatal(err)
@@ -210,10 +210,13 @@ func TestTwoLimitsAllocs(t *testing.T) {
 	r.RemoteAddr = "127.0.0.1:54321"
 	r.Header.Set("X-API-Key", "f1")
 	w := &discardWriter{h: http.Header{}}
-	if n := testing.AllocsPerRun(3, func() { clear(w.h); h.ServeHTTP(w, r) }); n != 1 {
+	// 100 runs, all admitted: AllocsPerRun counts the process's every
+	// allocation, and over 3 runs a few of another goroutine's (a loaded
+	// host's timing) read as 2 per request.
+	if n := testing.AllocsPerRun(100, func() { clear(w.h); h.ServeHTTP(w, r) }); n != 1 {
 		t.Errorf("%v allocations per request, want 1", n)
 	}
-	if w.h.Get(enforce.HeaderPolicy) != `"two";q=5;w=2` {
+	if w.h.Get(enforce.HeaderPolicy) != `"two";q=500;w=2` {
 		t.Fatalf("headers %v, want the second limit's", w.h)
 	}
 }
