@@ -22,11 +22,7 @@ export PATH=$PATH:/usr/local/go/bin:$HOME/go/bin
 cd "$(dirname "$0")/.."
 . scripts/rls-bench-config.sh
 runs=${RUNS:-3}; callers=${CALLERS:-64}; keys=${KEYS:-10000}; dur=${DUR:-8s}; port=${PORT:-17100}
-dir=$(mktemp -d)
-pids=()
-trap 'rls_bench_down; rm -rf "$dir"' EXIT
-after=${AFTER:-$dir/throttled}
-[ -n "${AFTER:-}" ] || go build -o "$after" ./cmd/throttled
+rls_bench_init
 
 info() { redis-cli -p "$port" INFO "$1" | tr -d '\r'; }
 cpu() { info cpu | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }

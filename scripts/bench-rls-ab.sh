@@ -19,11 +19,7 @@ cd "$(dirname "$0")/.."
 . scripts/rls-bench-config.sh
 : "${BEFORE:?set BEFORE to the throttled binary to compare with}"
 runs=${RUNS:-3}; callers=${CALLERS:-64}; keys=${KEYS:-10000}; dur=${DUR:-8s}; port=${PORT:-16900}
-dir=$(mktemp -d)
-pids=()
-trap 'rls_bench_down; rm -rf "$dir"' EXIT
-after=${AFTER:-$dir/throttled}
-[ -n "${AFTER:-}" ] || go build -o "$after" ./cmd/throttled
+rls_bench_init
 
 round() { # binary, label
   local bin=$1

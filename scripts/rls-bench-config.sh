@@ -22,6 +22,17 @@ log: { level: warn }
 EOY
 }
 
+# rls_bench_init sets up the A/B benches: $dir (removed at exit, with
+# everything rls_bench_up started), the pids array, and $after, the
+# throttled binary that runs the load (AFTER, or a build of this tree).
+rls_bench_init() {
+  dir=$(mktemp -d)
+  pids=()
+  trap 'rls_bench_down; rm -rf "$dir"' EXIT
+  after=${AFTER:-$dir/throttled}
+  [ -n "${AFTER:-}" ] || go build -o "$after" ./cmd/throttled
+}
+
 # rls_bench_up BIN BENCH starts, with the caller's $port, $dir and pids
 # array, a redis-server on $port and two `BIN serve` instances answering
 # on $port+3 and $port+4 (admin on $port+1, $port+2), and waits until

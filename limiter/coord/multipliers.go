@@ -110,8 +110,8 @@ func (s *Settings) key() string { return s.Prefix + "multipliers" }
 // ARGV[5]. The instances' own factors (ownfactors.go) follow: KEYS the
 // ids' set, then each instance's hash; ARGV per instance id, message, n
 // and n pairs. Each own hash is rewritten with _at and expires after
-// ARGV[7] ms, the ids' set holds this publication's, and each own message
-// goes out before the fleet's.
+// ARGV[7] ms, the ids' set holds this publication's ids alone, and each
+// own message goes out before the fleet's.
 //
 //	ARGV = epoch, at_ms, message, token, fence, fenced, own_ttl_ms, n, n field/value pairs, own blocks
 //
@@ -138,8 +138,8 @@ for _ = 1, tonumber(ARGV[8]) do
   i = i + 2
 end
 local k = fenced and 4 or 2
-if KEYS[k] then
-  redis.call('DEL', KEYS[k])
+redis.call('DEL', KEYS[k])
+if KEYS[k + 1] then
   for o = k + 1, #KEYS do
     redis.call('SADD', KEYS[k], ARGV[i])
     redis.call('DEL', KEYS[o])

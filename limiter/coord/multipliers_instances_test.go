@@ -63,6 +63,10 @@ func mtOwnFactors(t *testing.T, c redis.UniversalClient, s Settings) {
 	mtWait(t, 5*time.Second, "fine back on the fleet's free 0.25, warm's premium back on the fleet's 1", func() bool {
 		return subs["fine"].Multiplier("free") == 0.25 && subs["warm"].Multiplier("premium") == 1 && subs["warm"].Multiplier("free") == 0.5
 	})
+	mtPublish(t, p, mtSet(3, time.Now(), fleet))
+	if ids, err := c.SMembers(context.Background(), ownIDsKey(p.Key())).Result(); err != nil || len(ids) != 0 {
+		t.Fatalf("ids with own factors after a set without any: %v, %v; want none", ids, err)
+	}
 }
 
 // An own hash of the set's publication is read, one of an older

@@ -35,14 +35,11 @@ func ownKey(key, id string) string { return inSlotOf(key, multiplier.InstanceSep
 func ownIDsKey(key string) string  { return inSlotOf(key, multiplier.InstanceSep) }
 
 // ownArgs are the KEYS (after the fleet hash's and the lease's) and the
-// ARGV blocks of m's own factors for multPublishScript: the ids' set, then
-// per instance (in id order) its hash; per instance the ARGV block id,
+// ARGV blocks of m's own factors for multPublishScript: the ids' set
+// (always), then per instance (in id order) its hash; per instance the ARGV block id,
 // message (m's message with only its entry), n, then n tier/value pairs.
 func ownArgs(key string, m multiplier.Set, mm multiplierMessage) (keys []string, args []any, err error) {
-	if len(m.Instances) == 0 {
-		return nil, nil, nil
-	}
-	keys = []string{ownIDsKey(key)}
+	keys = []string{ownIDsKey(key)} // emptied at every publication, none listed when none differs
 	for _, id := range slices.Sorted(maps.Keys(m.Instances)) {
 		own := m.Instances[id]
 		mm.Instances = map[string]map[string]float64{id: own}
