@@ -14,11 +14,14 @@ local tola = burst * m
 tola = ta * (cost > tola and cost or tola) -- ta * max(burst * m, cost)
 -- q, a: theoretical arrival times relative to ts, the last update (see gcra in
 -- algorithms.go: absolute µs in a double are too coarse at high rates).
--- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', bq, ba, ts, exp).
+-- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', bq, ba, ts, exp), or
+-- '<ddI4' without ba (20 bytes, not 28) when ba equals bq, as it does at every m >= 1.
 -- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, bq, ba, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then bq, ba, ts, old = struct.unpack('<dddI4', v) end
+if not v then
+elseif #v == 20 then bq, ts, old = struct.unpack('<ddI4', v); ba = bq
+else bq, ba, ts, old = struct.unpack('<dddI4', v) end
 if not v or old * 1000000 <= now then bq, ba, ts = 0, 0, now end
 local el = now - ts
 el = el > 0 and el or 0 -- max(0, now - ts)
@@ -38,4 +41,6 @@ local reset, ttl = bq, ba > bq and ba or bq -- ttl = max(bq, ba)
 local ms = ceil(min(ttl, maxus) / 1000) + 1000
 local exp = ceil((now / 1000 + ms) / 1000)
 exp = 4294967295 < exp and 4294967295 or exp -- min(exp, 4294967295)
-local st = struct.pack('<dddI4', bq, ba, now > ts and now or ts, exp) -- max(ts, now)
+ts = now > ts and now or ts -- max(ts, now)
+local st
+if ba == bq then st = struct.pack('<ddI4', bq, ts, exp) else st = struct.pack('<dddI4', bq, ba, ts, exp) end

@@ -11,11 +11,14 @@ local rate = limit / period
 local arate = rate * m
 local capa = burst * m
 capa = cost > capa and cost or capa -- max(burst * m, cost)
--- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, a, ts, exp).
+-- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, a, ts, exp), or
+-- '<ddI4' without a (20 bytes, not 28) when a equals q, as it does at every m >= 1.
 -- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, q, a, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
-if v then q, a, ts, old = struct.unpack('<dddI4', v) end
+if not v then
+elseif #v == 20 then q, ts, old = struct.unpack('<ddI4', v); a = q
+else q, a, ts, old = struct.unpack('<dddI4', v) end
 if not v or old * 1000000 <= now then q, a, ts = burst, capa, now end
 local el = now - ts
 el = el > 0 and el or 0 -- max(0, now - ts)
@@ -34,4 +37,6 @@ ttl = ttl > reset and ttl or reset -- max(reset, (capa - a) / arate)
 local ms = ceil(min(ttl, maxus) / 1000) + 1000
 local exp = ceil((now / 1000 + ms) / 1000)
 exp = 4294967295 < exp and 4294967295 or exp -- min(exp, 4294967295)
-local st = struct.pack('<dddI4', q, a, now > ts and now or ts, exp) -- max(ts, now)
+ts = now > ts and now or ts -- max(ts, now)
+local st
+if a == q then st = struct.pack('<ddI4', q, ts, exp) else st = struct.pack('<dddI4', q, a, ts, exp) end
