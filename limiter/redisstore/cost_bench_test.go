@@ -18,13 +18,15 @@ import (
 // Redis TIME, after one pass over the keys: redis-us/decision is INFO
 // commandstats' EVALSHA usec ÷ decisions (the scripts' own time),
 // redis-cpu-us/decision the server's CPU time (user + system) ÷ decisions,
-// decisions/batch the batch size, each the median of 5 windows of b.N/5
+// decisions/batch the batch size, each the median of 9 windows of b.N/9
 // decisions (Redis's stats reset before each): one figure moves by ±20 %
 // between runs on a shared host, the median of windows much less.
 // redis-us/decision-least is the least window's: usec is wall time inside
 // the script, and on a loaded host a script preempted midway reads long
 // (the CPU figure does not), so the least window is the one least
-// disturbed.
+// disturbed; redis-us/decision-iqr is the spread of the windows (the third
+// quartile less the first). scripts/bench-redis-batch.sh runs it in turn
+// with an older build and prints the medians of runs.
 func BenchmarkRedisBatchCost(b *testing.B) {
 	for _, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA} {
 		b.Run(alg.String(), func(b *testing.B) {
@@ -37,7 +39,7 @@ func BenchmarkRedisBatchCost(b *testing.B) {
 				keys[i] = "client:" + strconv.Itoa(i)
 			}
 			decideAll(b, s, rule, keys, len(keys)) // every key once: a steady state
-			const w = 5
+			const w = 9
 			per := max(64, b.N/w)
 			var us, cpu, size [w]float64
 			b.ResetTimer()
@@ -57,6 +59,7 @@ func BenchmarkRedisBatchCost(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(slices.Min(us[:]), "redis-us/decision-least")
 			b.ReportMetric(median(us[:]), "redis-us/decision")
+			b.ReportMetric(us[3*w/4]-us[w/4], "redis-us/decision-iqr") // us is sorted now
 			b.ReportMetric(median(cpu[:]), "redis-cpu-us/decision")
 			b.ReportMetric(median(size[:]), "decisions/batch")
 		})

@@ -21,8 +21,10 @@
 // Every algorithm but the sliding log keeps a client key's state as one
 // field of a hash, its bucket, shared by the keys of one cluster slot
 // ("<prefix><alg>{<slot tag>}", see Bucket): doubles packed with their
-// expiry (struct.pack, 28 bytes, 44 for the sliding window counter), about
-// 65 bytes of Redis memory per live key where a key of its own cost 165.
+// expiry (struct.pack, 28 bytes, 44 for the sliding window counter; a
+// token bucket's or GCRA's 20 while its units admitted equal its units
+// sent, as at multiplier 1), about 58 bytes of Redis memory per live key
+// (token bucket, GCRA; 66 with 28 bytes) where a key of its own cost 165.
 // Each field expires (is swept) after its time to refill plus one second,
 // and the bucket's TTL covers its latest field, up to the next multiple of
 // BucketTTLGrid (4 s), so that a key that comes back extends it at most

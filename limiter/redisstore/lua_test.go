@@ -16,7 +16,7 @@ import (
 // own, so this still guards them.
 func TestScriptsSharePreludeAndFinish(t *testing.T) {
 	const preludeEnd, finishStart = "local eps = 1e-9\n", "return {"
-	const ttl = "math.ceil(math.min(ttl, maxus) / 1000) + 1000"
+	const ttl = "ceil(min(ttl, maxus) / 1000) + 1000"
 	const storeStart = "-- Store (the same in every script)"
 	var prelude, finish, store string
 	for _, a := range limiter.Algorithms() {

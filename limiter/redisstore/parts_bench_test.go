@@ -72,16 +72,20 @@ func benchBatches(b *testing.B, a limiter.Algorithm, src string, clock bool) {
 			now += 1_200_000 * n / keys
 			nowArg = strconv.FormatInt(now, 10)
 		}
-		ks, args := make([]string, n), make([]any, 0, 8+2*n)
+		ks, args := make([]string, n), make([]any, 0, 8+n)
 		args = append(args, 1, nowArg, 100, 1_000_000, 100, 1, 1, "")
 		for i := range ks {
 			field := "client:" + strconv.Itoa(k%keys)
 			k += 7
 			ks[i] = s.Bucket(a, field)
-			args = append(args, 0, field)
+			args = append(args, field)
 		}
-		if err := c.EvalSha(ctx, sha, ks, args...).Err(); err != nil {
+		res, err := c.EvalSha(ctx, sha, ks, args...).Slice()
+		if err != nil {
 			b.Fatal(err)
+		}
+		if p, _ := res[0].(string); len(res) != 1 || len(p) != 32*n { // a decision failed
+			b.Fatalf("want %d replies and no error, got %d bytes and %v", n, len(p), res[1:])
 		}
 	}
 	for range keys / n { // every key once: a steady state

@@ -44,7 +44,17 @@ import (
 // an array per decision; a decision that failed has reason -1 there, and
 // its error follows, in order. The numbers are packed packChunk decisions
 // to a struct.pack (Lua's C stack holds at most 8,000 values).
+//
+// What runs per decision is kept lean (BENCHMARKS.md, issue 27): globals
+// and math's functions are upvalues; the replies are stored in index
+// order (a multiple assignment stores right to left, and vals[k] before
+// vals[k-3] lands in the table's hash part); a full chunk's format is a
+// constant of the script, not a string built (and hashed: Redis's Lua
+// hashes every byte of a new string) per batch; one chunk is the reply
+// as it is, not copied by table.concat.
 const batchHead = `local math, struct, redis, tonumber, pcall, unpack = math, struct, redis, tonumber, pcall, unpack
+local KEYS, ARGV = KEYS, ARGV
+local min, max, floor, ceil = math.min, math.max, math.floor, math.ceil
 local tnow
 local function btime()
   if tnow == nil then
@@ -78,15 +88,15 @@ local nd = one and #ARGV - base or (#ARGV - base) / 2
 local vals, res, i = {}, {''}, 1
 local function run()
   while i <= nd do
-    local k = 4 * i
+    local k, r1, r2, r3, r4 = 4 * i
     if one then
-      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] = decide(1, base + i, (i - 1) * NKEYS)
+      r1, r2, r3, r4 = decide(1, base + i, (i - 1) * NKEYS)
     else
       local a = base + 2 * i - 1
       local s = ARGV[a]
-      vals[k - 3], vals[k - 2], vals[k - 1], vals[k] =
-        decide(s == '0' and 1 or 1 + tonumber(s) * 7, a + 1, (i - 1) * NKEYS)
+      r1, r2, r3, r4 = decide(s == '0' and 1 or 1 + tonumber(s) * 7, a + 1, (i - 1) * NKEYS)
     end
+    vals[k - 3] = r1; vals[k - 2] = r2; vals[k - 1] = r3; vals[k] = r4
     i = i + 1
   end
 end
@@ -94,7 +104,7 @@ while i <= nd do
   local ok, r = pcall(run)
   if not ok then
     local k = 4 * i
-    vals[k - 3], vals[k - 2], vals[k - 1], vals[k] = -1, 0, 0, 0
+    vals[k - 3] = -1; vals[k - 2] = 0; vals[k - 1] = 0; vals[k] = 0
     if type(r) == 'table' and r.err then res[#res + 1] = r
     else res[#res + 1] = {err = 'ERR ' .. tostring(r)} end
     i, rset = i + 1, -1
@@ -102,10 +112,12 @@ while i <= nd do
 end
 local out = {}
 for c = 1, nd, PACKCHUNK do
-  local e = math.min(nd, c + PACKCHUNK - 1)
-  out[#out + 1] = struct.pack('<' .. string.rep('d', 4 * (e - c + 1)), unpack(vals, 4 * c - 3, 4 * e))
+  local e = min(nd, c + PACKCHUNK - 1)
+  local f = FULLFORMAT
+  if e - c + 1 < PACKCHUNK then f = '<' .. string.rep('d', 4 * (e - c + 1)) end
+  out[#out + 1] = struct.pack(f, unpack(vals, 4 * c - 3, 4 * e))
 end
-res[1] = table.concat(out)
+if #out == 1 then res[1] = out[1] else res[1] = table.concat(out) end
 return res
 `
 
@@ -130,6 +142,7 @@ func batchSource(src string, nkeys int) string {
 	body = timeRE.ReplaceAllString(body, "btime()")
 	body = replyRE.ReplaceAllString(body, "return $1")
 	tail := strings.ReplaceAll(batchTail, "NKEYS", strconv.Itoa(nkeys))
+	tail = strings.ReplaceAll(tail, "FULLFORMAT", "'<"+strings.Repeat("d", 4*packChunk)+"'")
 	return batchHead + body + strings.ReplaceAll(tail, "PACKCHUNK", strconv.Itoa(packChunk))
 }
 

@@ -11,13 +11,13 @@
 local ws, we
 if period < 0 then
   local day = 86400000000
-  local z = math.floor(now / day)
+  local z = floor(now / day)
   local doe = (z + 719468) % 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local y = yoe + math.floor((z + 719468) / 146097) * 400
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
+  local y = yoe + floor((z + 719468) / 146097) * 400
   local mon = mp + 3
   if mon > 12 then mon, y = mon - 12, y + 1 end
   local len = ({31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31})[mon]
@@ -25,7 +25,7 @@ if period < 0 then
   ws = (z - d + 1) * day
   we = ws + len * day
 else
-  ws = math.floor(now / period) * period
+  ws = floor(now / period) * period
   we = ws + period
 end
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', q, c, ts, exp).
@@ -34,16 +34,16 @@ local v, q, c, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
 if v then q, c, ts, old = struct.unpack('<dddI4', v) end
 if not v or ts ~= ws or old * 1000000 <= now then q, c = 0, 0 end
-local al = math.max(math.floor(limit * m + eps), cost)
+local al = max(floor(limit * m + eps), cost)
 local left = we - now
 local reason = 0
-if refund then q, c = math.max(0, q - cost), math.max(0, c - cost)
+if refund then q, c = max(0, q - cost), max(0, c - cost)
 elseif q + cost > limit then reason = 1
 elseif c + cost > al then q = q + cost; reason = 2
 else q, c = q + cost, c + cost end
 local retry = 0
 if reason ~= 0 then retry = left end
-local remaining, reset, ttl = math.max(0, math.min(limit - q, al - c)), left, left
-local ms = math.ceil(math.min(ttl, maxus) / 1000) + 1000
-local exp = math.min(math.ceil((now / 1000 + ms) / 1000), 4294967295)
+local remaining, reset, ttl = max(0, min(limit - q, al - c)), left, left
+local ms = ceil(min(ttl, maxus) / 1000) + 1000
+local exp = min(ceil((now / 1000 + ms) / 1000), 4294967295)
 local st = struct.pack('<dddI4', q, c, ws, exp)

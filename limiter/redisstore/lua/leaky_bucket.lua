@@ -8,25 +8,25 @@
 -- and the reply are the same in every script; a test checks it.
 local rate = limit / period
 local arate = rate * m
-local capa = math.max(burst * m, cost)
+local capa = max(burst * m, cost)
 -- State: the field ARGV[8] of the bucket KEYS[1], struct.pack('<dddI4', lq, la, ts, exp).
 -- A field past its expiry is a fresh state, as the in-memory store forgets a key past its TTL.
 local v, lq, la, ts = redis.call('HGET', KEYS[1], ARGV[8])
 local old = 0
 if v then lq, la, ts, old = struct.unpack('<dddI4', v) end
 if not v or old * 1000000 <= now then lq, la, ts = 0, 0, now end
-local el = math.max(0, now - ts)
-lq = math.max(0, lq - el * rate)
-la = math.max(0, la - el * arate)
+local el = max(0, now - ts)
+lq = max(0, lq - el * rate)
+la = max(0, la - el * arate)
 if m >= 1 then la = lq end
 local reason, retry = 0, 0
-if refund then lq, la = math.max(0, lq - cost), math.max(0, la - cost)
+if refund then lq, la = max(0, lq - cost), max(0, la - cost)
 elseif lq + cost > burst then reason, retry = 1, (lq + cost - burst) / rate
-elseif la + cost > capa then lq = lq + cost; reason, retry = 2, math.max((la + cost - capa) / arate, (lq + cost - burst) / rate)
+elseif la + cost > capa then lq = lq + cost; reason, retry = 2, max((la + cost - capa) / arate, (lq + cost - burst) / rate)
 else lq, la = lq + cost, la + cost end
-local remaining = math.max(0, math.floor(math.min(burst - lq, capa - la) + eps))
+local remaining = max(0, floor(min(burst - lq, capa - la) + eps))
 local reset = lq / rate
-local ttl = math.max(reset, la / arate)
-local ms = math.ceil(math.min(ttl, maxus) / 1000) + 1000
-local exp = math.min(math.ceil((now / 1000 + ms) / 1000), 4294967295)
-local st = struct.pack('<dddI4', lq, la, math.max(ts, now), exp)
+local ttl = max(reset, la / arate)
+local ms = ceil(min(ttl, maxus) / 1000) + 1000
+local exp = min(ceil((now / 1000 + ms) / 1000), 4294967295)
+local st = struct.pack('<dddI4', lq, la, max(ts, now), exp)

@@ -10,7 +10,7 @@ local function f(x) return string.format('%.17g', x) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', f(now - period))
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', f(now - period))
 local n, na = redis.call('ZCARD', KEYS[1]), redis.call('ZCARD', KEYS[2])
-local al = math.max(math.floor(limit * m + eps), cost)
+local al = max(floor(limit * m + eps), cost)
 local function score_at(k, i)
   local r = redis.call('ZRANGE', k, i, i, 'WITHSCORES')
   return tonumber(r[2])
@@ -40,7 +40,7 @@ elseif na + cost > al then
   add(KEYS[1])
   n = n + cost
   reason, retry = 2, score_at(KEYS[2], na + cost - al - 1) + period - now
-  if n + cost > limit then retry = math.max(retry, score_at(KEYS[1], n + cost - limit - 1) + period - now) end
+  if n + cost > limit then retry = max(retry, score_at(KEYS[1], n + cost - limit - 1) + period - now) end
 else
   add(KEYS[1])
   add(KEYS[2])
@@ -48,7 +48,8 @@ else
 end
 local reset = 0
 if n > 0 then reset = score_at(KEYS[1], -1) + period - now end
-local remaining, ttl = math.max(0, math.min(limit - n, al - na)), period
-redis.call('PEXPIRE', KEYS[2], math.ceil(ttl / 1000) + 1000)
-redis.call('PEXPIRE', KEYS[1], math.ceil(math.min(ttl, maxus) / 1000) + 1000)
-return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
+local remaining, ttl = max(0, min(limit - n, al - na)), period
+redis.call('PEXPIRE', KEYS[2], ceil(ttl / 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], ceil(min(ttl, maxus) / 1000) + 1000)
+-- The reply: ceil(min(reset, maxus)), ceil(min(retry, maxus)) (retry is mostly 0).
+return {reason, remaining, ceil(maxus < reset and maxus or reset), retry == 0 and 0 or ceil(min(retry, maxus))}

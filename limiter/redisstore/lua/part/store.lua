@@ -7,9 +7,9 @@
 -- extends it at most once a grid; every 8th new field sweeps the bucket's
 -- expired fields (a sample of them in a big bucket).
 local grid = 4
-local gexp = math.ceil(exp / grid) * grid
-local pttl = math.ceil(gexp * 1000 - now / 1000)
+local gexp = ceil(exp / grid) * grid
 if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
+  local pttl = ceil(gexp * 1000 - now / 1000)
   local n = redis.call('HLEN', KEYS[1])
   if n == 1 then redis.call('PEXPIRE', KEYS[1], pttl)
   else
@@ -25,5 +25,6 @@ if redis.call('HSET', KEYS[1], ARGV[8], st) == 1 then
       if #dead > 0 then redis.call('HDEL', KEYS[1], unpack(dead)) end
     end
   end
-elseif gexp > math.ceil(old / grid) * grid then redis.call('PEXPIRE', KEYS[1], pttl, 'GT') end
-return {reason, remaining, math.ceil(math.min(reset, maxus)), math.ceil(math.min(retry, maxus))}
+elseif gexp > ceil(old / grid) * grid then redis.call('PEXPIRE', KEYS[1], ceil(gexp * 1000 - now / 1000), 'GT') end
+-- The reply: ceil(min(reset, maxus)), ceil(min(retry, maxus)) (retry is mostly 0).
+return {reason, remaining, ceil(maxus < reset and maxus or reset), retry == 0 and 0 or ceil(min(retry, maxus))}
