@@ -215,6 +215,7 @@ type pass struct {
 	shed      pendingShed // the first rule that shed, while the later ones are asked
 	shedStood bool        // that shed is the refusal: no later rule refused for quota
 	peek      bool        // the query being asked only reads its buckets (Query.Peek)
+	held      *scratch    // a Pass's own scratch, reused from check to check; nil: none
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose

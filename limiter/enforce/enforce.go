@@ -191,8 +191,9 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	return ps.res
 }
 
-// check is Check deciding in ps, a zero pass its caller holds (Middleware
-// on its stack, so that the Result is not copied on the hot path).
+// check is Check deciding in ps, an empty pass its caller holds
+// (Middleware on its stack, a Pass's holder in its own memory, so that the
+// Result is not copied on the hot path).
 func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 	p := e.policy.Load()
 	ps.e, ps.res.Allowed = e, true
@@ -209,7 +210,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
-			ps.res.sc = e.scratch()
+			ps.res.sc = ps.scratch()
 		}
 		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
@@ -223,19 +224,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 		ps.res.Tier, ps.res.Priority = p.unmatched.Name, p.unmatched.Priority
 	}
 	ps.finish(ctx, tier)
-	if e.pooled && ps.res.sc != nil { // its keys were the store's to copy; WriteHeaders makes its own
-		ps.res.sc.reuse()
-		ps.res.sc = nil
-	}
-}
-
-// scratch is a request's scratch: pooled when the store copies the keys
-// made in it.
-func (e *Enforcer) scratch() *scratch {
-	if e.pooled {
-		return scratches.Get().(*scratch)
-	}
-	return newScratch()
+	ps.doneWith()
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,

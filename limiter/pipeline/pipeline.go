@@ -91,7 +91,11 @@ func New(s Settings) (*Pipeline, error) {
 			p.breakerOf[r] = BreakerPrefix + r
 		}
 	}
-	p.calls.New = func() any { return &call{p: p} }
+	p.calls.New = func() any {
+		c := &call{p: p}
+		c.res = c.chk.Result()
+		return c
+	}
 	return p, nil
 }
 
@@ -111,7 +115,7 @@ func (p *Pipeline) Handler(next http.Handler) http.Handler {
 func (p *Pipeline) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	c := p.calls.Get().(*call)
 	defer c.done()
-	c.res = p.s.Enforcer.Check(r.Context(), r)
+	p.s.Enforcer.CheckIn(r.Context(), r, &c.chk)
 	if !c.res.Allowed {
 		c.res.WriteHeaders(w.Header())
 		writeJSON(w, c.res.Status, c.res.Body())
@@ -166,10 +170,12 @@ func (p *Pipeline) routeBulkhead(path string) *bulkhead.Bulkhead {
 }
 
 // handle hands r to next through the route's breaker, with the writer
-// that puts the rate-limit headers on next's answer when it needs one.
+// that puts the rate-limit headers on next's answer when there are any to
+// put there, or that tells Answers or Requests of the answer; else w
+// itself.
 func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next http.Handler) {
 	hw := w
-	if c.res.Limited || p.s.Answers != nil || p.s.Requests != nil {
+	if c.res.Limited && !(c.res.Hidden && c.res.Allowed) || p.s.Answers != nil || p.s.Requests != nil {
 		if p.s.Answers != nil {
 			c.called = time.Now()
 			if c.start.IsZero() {
