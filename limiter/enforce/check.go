@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -216,6 +217,9 @@ type pass struct {
 	shedStood bool        // that shed is the refusal: no later rule refused for quota
 	peek      bool        // the query being asked only reads its buckets (Query.Peek)
 	held      *scratch    // a Pass's own scratch, reused from check to check; nil: none
+	// r is the request being checked when its client's IP was left out
+	// (Enforcer.deferIP): fillIP resolves it; nil otherwise.
+	r *http.Request
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose
@@ -282,6 +286,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 // stack for this rarer path's values.
 func (ps *pass) notAllowed(ctx context.Context, cr *compiledRule, req *limiter.Request, d *limiter.Decision,
 	who *identity.Client) (more bool) {
+	if who != nil { // a refused client is counted by its IP when it has no key
+		ps.fillIP(who)
+	}
 	switch {
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true

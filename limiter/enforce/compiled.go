@@ -30,6 +30,9 @@ type compiledRule struct {
 	own     []limiter.Rule // the rule's own limits, or nil: the tier's quota
 	suffix  []string       // of the bucket keys of own[1:]: "#2", "#3", …
 	texts   []headerText   // of each limit the rule may apply (its own, or the tiers')
+	// ipKey: a key source is ip; clientKey: one is client (the IP of a
+	// client without a key).
+	ipKey, clientKey bool
 }
 
 type keySource struct {
@@ -75,12 +78,18 @@ func compile(p *Policy) (*compiled, error) {
 				ks = keySource{kind: "header", header: textproto.CanonicalMIMEHeaderKey(name)}
 			}
 			cr.keys = append(cr.keys, ks)
+			cr.ipKey, cr.clientKey = cr.ipKey || k == "ip", cr.clientKey || k == "client"
 		}
 		cr.ownLimits()
 		cr.headerTexts(p.Tiers)
 		c.rules = append(c.rules, cr)
 	}
 	return c, nil
+}
+
+// readsIP reports whether the rule's key reads id's IP.
+func (r *compiledRule) readsIP(id *identity.Client) bool {
+	return r.ipKey || r.clientKey && id.Key() == ""
 }
 
 // matches reports whether the rule applies to method and path. It does not

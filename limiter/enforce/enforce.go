@@ -102,6 +102,17 @@ type Enforcer struct {
 	// pooled: the store copies the keys it keeps (limiter.KeyCopier), so
 	// Check makes them in pooled memory it takes back when done.
 	pooled bool
+	// deferIP: the Identifier can leave the client's IP out until a rule
+	// or a refusal needs it; nil: it cannot.
+	deferIP ipDeferrer
+}
+
+// ipDeferrer is an Identifier that can resolve the client's IP apart
+// (identity.New's does): IdentifyDeferIP may leave Client.IP "", which
+// ClientIP then gives.
+type ipDeferrer interface {
+	IdentifyDeferIP(r *http.Request) identity.Client
+	ClientIP(r *http.Request) string
 }
 
 // New validates p and returns an Enforcer deciding through store.
@@ -132,6 +143,7 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 	if c, ok := store.(limiter.KeyCopier); ok && c.CopiesKeys() {
 		e.pooled = true
 	}
+	e.deferIP, _ = s.Identifier.(ipDeferrer)
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
 	}
@@ -206,11 +218,14 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 			continue
 		}
 		if tier == nil {
-			id = e.set.Identifier.Identify(r)
+			id = ps.identify(r)
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
 			ps.res.sc = ps.scratch()
+		}
+		if cr.readsIP(&id) {
+			ps.fillIP(&id)
 		}
 		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
@@ -225,6 +240,24 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 	}
 	ps.finish(ctx, tier)
 	ps.doneWith()
+}
+
+// identify is who sent r, without the IP when the Identifier can leave it
+// for fillIP.
+func (ps *pass) identify(r *http.Request) identity.Client {
+	if ps.e.deferIP == nil {
+		return ps.e.set.Identifier.Identify(r)
+	}
+	ps.r = r
+	return ps.e.deferIP.IdentifyDeferIP(r)
+}
+
+// fillIP gives who the IP of the request being checked, when identify
+// left it out.
+func (ps *pass) fillIP(who *identity.Client) {
+	if who.IP == "" && ps.r != nil {
+		who.IP = ps.e.deferIP.ClientIP(ps.r)
+	}
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,

@@ -37,7 +37,7 @@ func (ps *pass) reset(e *Enforcer) {
 		ps.shed = pendingShed{}
 	}
 	ps.res = Result{}
-	ps.n, ps.more, ps.unlimited, ps.shedStood, ps.peek = 0, nil, false, false, false
+	ps.n, ps.more, ps.unlimited, ps.shedStood, ps.peek, ps.r = 0, nil, false, false, false, nil
 	if e.pooled && ps.held == nil {
 		ps.held = newScratch()
 	}

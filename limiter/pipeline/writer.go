@@ -19,7 +19,7 @@ import (
 type call struct {
 	p       *Pipeline
 	chk     enforce.Pass
-	res     *enforce.Result // chk's
+	res     *enforce.Result    // chk's
 	permits [3]bulkhead.Permit // tier bulkhead, route bulkhead, gate
 	n       int                // permits held
 	start   time.Time          // when it asked the gate (or reached the handler)
