@@ -29,7 +29,8 @@ type Memory struct {
 	// clock (NTP) neither freezes refills nor grants them; shards never let
 	// it go back (steady).
 	startUs float64
-	elapsed func() time.Duration
+	start   time.Time            // its reading of Go's monotonic clock
+	elapsed func() time.Duration // nil: time.Since(start), without an indirect call (tests step it)
 }
 
 type memShard struct {
@@ -79,7 +80,7 @@ func NewMemory(opts ...Option) *Memory {
 	m.perShard = max(1, o.MaxKeys/n)
 	if m.now == nil {
 		start := time.Now()
-		m.startUs, m.elapsed = float64(start.UnixMicro()), func() time.Duration { return time.Since(start) }
+		m.startUs, m.start = float64(start.UnixMicro()), start
 	}
 	for i := range m.shards {
 		for a := range m.shards[i].m {
@@ -95,6 +96,14 @@ func NewMemory(opts ...Option) *Memory {
 // do with TIME).
 func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
 	return m.decide(nil, &req)
+}
+
+// DecideRequest is Decide for a request given by pointer, which it
+// normalizes in place (Request.Normalize, whose defaults a second call
+// leaves as they are): a caller on the hot path (limiter/enforce) copies
+// the request neither in nor out.
+func (m *Memory) DecideRequest(_ context.Context, req *Request) (Decision, error) {
+	return m.decide(nil, req)
 }
 
 // DecideAt makes one decision at now. Callers that pass time themselves
@@ -117,7 +126,7 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	case m.now != nil:
 		us = float64(m.now().UnixMicro())
 	default: // no time.Time made: a monotonic reading and a float add
-		us = sh.steady(m.startUs + float64(m.elapsed()/time.Microsecond))
+		us = sh.steady(m.startUs + float64(m.since()/time.Microsecond))
 	}
 	e := sh.entry(req.Rule.Algorithm, req.Key, req.Rule.Name, us, m.perShard)
 	if e.expire <= us { // an entry is of one algorithm: sh.m and overflow are by algorithm
@@ -129,6 +138,14 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	e.expire = us + (math.Ceil(min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(req, v), nil
+}
+
+// since is the time elapsed on the store's own clock.
+func (m *Memory) since() time.Duration {
+	if m.elapsed != nil {
+		return m.elapsed()
+	}
+	return time.Since(m.start)
 }
 
 // steady keeps the shard's time from going back should the store's own

@@ -213,13 +213,11 @@ type pass struct {
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
 	unlimited bool
-	shed      pendingShed // the first rule that shed, while the later ones are asked
-	shedStood bool        // that shed is the refusal: no later rule refused for quota
-	peek      bool        // the query being asked only reads its buckets (Query.Peek)
-	held      *scratch    // a Pass's own scratch, reused from check to check; nil: none
-	// r is the request being checked when its client's IP was left out
-	// (Enforcer.deferIP): fillIP resolves it; nil otherwise.
-	r *http.Request
+	shed      pendingShed   // the first rule that shed, while the later ones are asked
+	shedStood bool          // that shed is the refusal: no later rule refused for quota
+	peek      bool          // the query being asked only reads its buckets (Query.Peek)
+	held      *scratch      // a Pass's own scratch, reused from check to check; nil: none
+	r         *http.Request // being checked, its client's IP left out for fillIP (Enforcer.deferIP); or nil
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose

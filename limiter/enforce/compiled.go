@@ -33,6 +33,12 @@ type compiledRule struct {
 	// ipKey: a key source is ip; clientKey: one is client (the IP of a
 	// client without a key).
 	ipKey, clientKey bool
+	byTier           []tierLimit // without own limits: each tier's quota as the rule's limit, made once
+}
+
+type tierLimit struct {
+	t    *Tier
+	rule limiter.Rule
 }
 
 type keySource struct {
@@ -81,6 +87,10 @@ func compile(p *Policy) (*compiled, error) {
 			cr.ipKey, cr.clientKey = cr.ipKey || k == "ip", cr.clientKey || k == "client"
 		}
 		cr.ownLimits()
+		for i := 0; cr.own == nil && i < len(p.Tiers); i++ {
+			t := c.tiers[p.Tiers[i].Name]
+			cr.byTier = append(cr.byTier, tierLimit{t, cr.rule(t, 0)})
+		}
 		cr.headerTexts(p.Tiers)
 		c.rules = append(c.rules, cr)
 	}
@@ -157,6 +167,11 @@ func (r *compiledRule) limits() int { return max(1, len(r.own)) }
 func (r *compiledRule) rule(t *Tier, i int) limiter.Rule {
 	if r.own != nil {
 		return r.own[i]
+	}
+	for j := range r.byTier { // a few tiers: a pointer compare each
+		if r.byTier[j].t == t {
+			return r.byTier[j].rule
+		}
 	}
 	return limiter.Rule{Name: r.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst,
 		Align: t.Align, Fallback: r.Fallback}

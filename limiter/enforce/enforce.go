@@ -105,6 +105,10 @@ type Enforcer struct {
 	// deferIP: the Identifier can leave the client's IP out until a rule
 	// or a refusal needs it; nil: it cannot.
 	deferIP ipDeferrer
+	// mem is the store when it is the in-memory one, nil otherwise: called
+	// by its type, it takes a request by pointer (DecideRequest), which a
+	// call through an interface would move to the heap.
+	mem *limiter.Memory
 }
 
 // ipDeferrer is an Identifier that can resolve the client's IP apart
@@ -144,6 +148,7 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 		e.pooled = true
 	}
 	e.deferIP, _ = s.Identifier.(ipDeferrer)
+	e.mem, _ = store.(*limiter.Memory)
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
 	}
@@ -290,7 +295,11 @@ const (
 // decide asks the store; in ModeDelay a refused request waits in line for
 // capacity (see delay), and delayed says it was admitted after a refusal.
 func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req *limiter.Request) (d limiter.Decision, delayed bool, err error) {
-	d, err = e.store.Decide(ctx, *req)
+	if e.mem != nil {
+		d, err = e.mem.DecideRequest(ctx, req)
+	} else {
+		d, err = e.store.Decide(ctx, *req)
+	}
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
 		return d, false, err
 	}
