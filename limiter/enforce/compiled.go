@@ -34,6 +34,7 @@ type compiledRule struct {
 	// client without a key).
 	ipKey, clientKey bool
 	byTier           []tierLimit // without own limits: each tier's quota as the rule's limit, made once
+	sole             bool        // one limit, not a delay rule: askSole may decide it
 }
 
 type tierLimit struct {
@@ -87,6 +88,7 @@ func compile(p *Policy) (*compiled, error) {
 			cr.ipKey, cr.clientKey = cr.ipKey || k == "ip", cr.clientKey || k == "client"
 		}
 		cr.ownLimits()
+		cr.sole = cr.limits() == 1 && cr.Mode != ModeDelay
 		for i := 0; cr.own == nil && i < len(p.Tiers); i++ {
 			t := c.tiers[p.Tiers[i].Name]
 			cr.byTier = append(cr.byTier, tierLimit{t, cr.rule(t, 0)})

@@ -236,7 +236,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 		if !ok {
 			continue
 		}
-		if _, _, more, _ := ps.askAll(ctx, cr, tier, key, cr.Cost, m, &id); !more {
+		if !ps.askRule(ctx, cr, tier, key, m, &id) {
 			break
 		}
 	}
