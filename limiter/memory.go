@@ -100,10 +100,18 @@ func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
 
 // DecideRequest is Decide for a request given by pointer, which it
 // normalizes in place (Request.Normalize, whose defaults a second call
-// leaves as they are): a caller on the hot path (limiter/enforce) copies
-// the request neither in nor out.
+// leaves as they are), for a caller on the hot path (limiter/enforce): it
+// copies the request neither in nor out, and trusts req.Rule to be valid
+// (Rule.Validate) as the caller's validated rules are; the request's own
+// fields it checks as Decide does.
 func (m *Memory) DecideRequest(_ context.Context, req *Request) (Decision, error) {
-	return m.decide(nil, req)
+	if err := req.normalize(); err != nil {
+		return Decision{}, err
+	}
+	if err := req.fits(); err != nil {
+		return Decision{}, err
+	}
+	return m.decideValid(nil, req)
 }
 
 // DecideAt makes one decision at now. Callers that pass time themselves
@@ -117,6 +125,11 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	if err := req.Normalize(); err != nil {
 		return Decision{}, err
 	}
+	return m.decideValid(at, req)
+}
+
+// decideValid decides req, normalized.
+func (m *Memory) decideValid(at *time.Time, req *Request) (Decision, error) {
 	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
 	sh.mu.Lock()
 	var us float64

@@ -105,6 +105,9 @@ type Enforcer struct {
 	// deferIP: the Identifier can leave the client's IP out until a rule
 	// or a refusal needs it; nil: it cannot.
 	deferIP ipDeferrer
+	// keyHeader is deferIP's PlainKeyHeader: identify reads it itself,
+	// without a call through the interface; "": none.
+	keyHeader string
 	// mem is the store when it is the in-memory one, nil otherwise: called
 	// by its type, it takes a request by pointer (DecideRequest), which a
 	// call through an interface would move to the heap.
@@ -113,10 +116,12 @@ type Enforcer struct {
 
 // ipDeferrer is an Identifier that can resolve the client's IP apart
 // (identity.New's does): IdentifyDeferIP may leave Client.IP "", which
-// ClientIP then gives.
+// ClientIP then gives; when PlainKeyHeader names a header, a client is
+// that header's API key (and its IP) alone.
 type ipDeferrer interface {
 	IdentifyDeferIP(r *http.Request) identity.Client
 	ClientIP(r *http.Request) string
+	PlainKeyHeader() string
 }
 
 // New validates p and returns an Enforcer deciding through store.
@@ -147,7 +152,9 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 	if c, ok := store.(limiter.KeyCopier); ok && c.CopiesKeys() {
 		e.pooled = true
 	}
-	e.deferIP, _ = s.Identifier.(ipDeferrer)
+	if e.deferIP, _ = s.Identifier.(ipDeferrer); e.deferIP != nil {
+		e.keyHeader = e.deferIP.PlainKeyHeader()
+	}
 	e.mem, _ = store.(*limiter.Memory)
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
@@ -254,6 +261,12 @@ func (ps *pass) identify(r *http.Request) identity.Client {
 		return ps.e.set.Identifier.Identify(r)
 	}
 	ps.r = r
+	if h := ps.e.keyHeader; h != "" {
+		if v := r.Header[h]; len(v) > 0 {
+			return identity.Client{APIKey: v[0]}
+		}
+		return identity.Client{}
+	}
 	return ps.e.deferIP.IdentifyDeferIP(r)
 }
 

@@ -91,6 +91,17 @@ func (i *identifier) IdentifyDeferIP(r *http.Request) Client {
 	return id
 }
 
+// PlainKeyHeader is the canonical name of the API key's header when
+// identifying a request takes that header alone (no KeyVerifier, no JWT,
+// no counting of forwarded headers), else "": a caller may then read the
+// key itself, a map lookup, and ask ClientIP for the IP when it needs it.
+func (i *identifier) PlainKeyHeader() string {
+	if i.keys != nil || i.jwt != nil || i.untrusted != nil {
+		return ""
+	}
+	return i.header
+}
+
 // ClientIP is the IP that Identify names r's client by.
 func (i *identifier) ClientIP(r *http.Request) string { return i.clientIP(r.RemoteAddr, r.Header) }
 

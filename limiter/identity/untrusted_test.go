@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
@@ -96,6 +97,29 @@ func TestIdentifyDeferIP(t *testing.T) {
 		}
 		if c.IP != want || u.Count() != 1 && s.Untrusted != nil {
 			t.Errorf("%+v with X-Forwarded-For: IP %q (want %q), counted %d (want 1)", s, c.IP, want, u.Count())
+		}
+	}
+}
+
+// TestPlainKeyHeader: the API key's header is the whole identification
+// only without a key verifier, a JWT verifier or counting of forwarded
+// headers.
+func TestPlainKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{}, "X-Api-Key"},
+		{Settings{APIKeyHeader: "x-client-key"}, "X-Client-Key"},
+		{Settings{Untrusted: &UntrustedForwards{}}, ""},
+		{Settings{Keys: KeyVerifierFunc(func(context.Context, string) bool { return true })}, ""},
+	} {
+		idf, err := New(tc.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := idf.(*identifier).PlainKeyHeader(); got != tc.want {
+			t.Errorf("%+v: PlainKeyHeader %q, want %q", tc.s, got, tc.want)
 		}
 	}
 }
