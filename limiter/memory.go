@@ -147,7 +147,12 @@ func (m *Memory) decideValid(at *time.Time, req *Request) (Decision, error) {
 		e.st.alog.reset()
 		e.st = state{log: e.st.log, alog: e.st.alog}
 	}
-	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
+	var v verdict
+	if req.Rule.Algorithm == TokenBucket { // the default, called directly
+		v = tokenBucket(&e.st, us, paramsOf(req))
+	} else {
+		v = algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
+	}
 	e.expire = us + (math.Ceil(min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(req, v), nil

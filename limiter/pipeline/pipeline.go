@@ -71,6 +71,7 @@ type Pipeline struct {
 	breakers  enforce.Routes    // BreakerRoutes
 	breakerOf map[string]string // route pattern ("" none) → breaker name
 	calls     sync.Pool         // of *call
+	holds     bool              // a bulkhead or the gate may hold a request: Serve calls hold
 }
 
 // New checks s and returns its Pipeline, which keeps copies of its maps.
@@ -79,7 +80,7 @@ func New(s Settings) (*Pipeline, error) {
 		return nil, errors.New("pipeline: Settings.Enforcer is required")
 	}
 	s.Bulkheads, s.RouteBulkheads = maps.Clone(s.Bulkheads), maps.Clone(s.RouteBulkheads)
-	p := &Pipeline{s: s}
+	p := &Pipeline{s: s, holds: len(s.Bulkheads) > 0 || len(s.RouteBulkheads) > 0 || s.Gate != nil}
 	p.routes = enforce.NewRoutes(slices.Sorted(maps.Keys(s.RouteBulkheads)))
 	if s.Breakers != nil {
 		p.breakers = enforce.NewRoutes(s.BreakerRoutes)
@@ -122,7 +123,7 @@ func (p *Pipeline) Serve(w http.ResponseWriter, r *http.Request, next http.Handl
 		p.count(c.res.Tier, c.res.Status, c.res.AnswerReason())
 		return
 	}
-	if !p.hold(c, w, r) {
+	if p.holds && !p.hold(c, w, r) {
 		return
 	}
 	p.handle(c, w, r, next)
