@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,17 +17,23 @@ import (
 // in-memory store, for one rule per API key whose headers are none.
 func headersNonePipeline(t *testing.T) *pipeline.Pipeline {
 	t.Helper()
+	pl, err := pipeline.New(pipeline.Settings{Enforcer: headersNoneEnforcer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// headersNoneEnforcer decides headersNonePipeline's rule.
+func headersNoneEnforcer(t *testing.T) *enforce.Enforcer {
+	t.Helper()
 	p := enforce.Policy{Tiers: []enforce.Tier{{Name: "free", Limit: 1e9, Period: time.Second, Priority: 1}},
 		Rules: []enforce.Rule{{Name: "per-key", Path: "/", Keys: []string{"api_key"}, Headers: enforce.HeadersNone}}}
 	e, err := enforce.New(limiter.NewMemory(), p, enforce.Settings{UnassignedKeys: enforce.UnassignedDefaultTier})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := pipeline.New(pipeline.Settings{Enforcer: e})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pl
+	return e
 }
 
 // TestHeadersNoneNoAllocs: the whole request path with only the decision
@@ -84,5 +91,33 @@ func TestHandlerStringPassesThrough(t *testing.T) {
 	}
 	if w.got != body || w.status != http.StatusOK {
 		t.Fatalf("the server's writer got %q with status %d; want the body by WriteString and 200", w.got, w.status)
+	}
+}
+
+// countLast keeps the last request Settings.Requests counted.
+type countLast struct{ got string }
+
+func (c *countLast) Count(tier string, code int, reason string) {
+	c.got = tier + " " + strconv.Itoa(code) + " " + reason
+}
+
+// TestHeadersNoneAnswerCounted: with headers none the handler still
+// answers through the pipeline's writer when Settings.Requests counts
+// answers: its 503 is counted as the upstream's error.
+func TestHeadersNoneAnswerCounted(t *testing.T) {
+	var counted countLast
+	pl, err := pipeline.New(pipeline.Settings{Enforcer: headersNoneEnforcer(t), Requests: &counted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := pl.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	r := httptest.NewRequest("GET", "/hello", nil)
+	r.RemoteAddr = "127.0.0.1:54321"
+	r.Header.Set("X-API-Key", "k1")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if want := "free 503 upstream_error"; counted.got != want {
+		t.Errorf("counted %q, want %q", counted.got, want)
 	}
 }

@@ -205,6 +205,9 @@ func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next 
 // (200 when it wrote none), reason upstream_error from 500 up.
 func (p *Pipeline) answered(c *call) {
 	c.answer(http.StatusOK)
+	if p.s.Requests == nil {
+		return
+	}
 	reason := c.res.AnswerReason()
 	if c.status >= http.StatusInternalServerError {
 		reason = instrument.ReasonUpstreamError
