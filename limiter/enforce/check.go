@@ -164,6 +164,7 @@ type pass struct {
 	shedStood bool          // that shed is the refusal: no later rule refused for quota
 	peek      bool          // the query being asked only reads its buckets (Query.Peek)
 	held      *scratch      // a Pass's own scratch, reused from check to check; nil: none
+	last      bool          // the rule being asked is the policy's last: no later rule can refuse
 	r         *http.Request // being checked, its client's IP left out for fillIP (Enforcer.deferIP); or nil
 }
 
@@ -192,11 +193,13 @@ func (ps *pass) askSole(ctx context.Context, cr *compiledRule, t *Tier, key stri
 		ps.res.Err = err
 		return true
 	}
-	ps.res.note(cr, req.Rule, d)
+	ps.res.note(cr, req.Rule.Period, &d)
 	if !d.Allowed {
 		return ps.notAllowed(ctx, cr, &req, &d, who)
 	}
-	ps.keep(&req)
+	if !ps.last { // only a later rule's refusal gives back what this one took
+		ps.keep(&req)
+	}
 	ps.e.count(req.Tier, cr.Name, d.Label())
 	return true
 }
@@ -251,7 +254,7 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		ps.res.Err = err
 		return d, true, err
 	}
-	ps.res.note(cr, req.Rule, d)
+	ps.res.note(cr, req.Rule.Period, &d)
 	if !d.Allowed {
 		return d, ps.notAllowed(ctx, cr, req, &d, who), nil
 	}

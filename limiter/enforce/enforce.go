@@ -243,6 +243,7 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 		if !ok {
 			continue
 		}
+		ps.last = i == len(p.rules)-1
 		if !ps.askRule(ctx, cr, tier, key, m, &id) {
 			break
 		}
@@ -359,13 +360,13 @@ func (e *Enforcer) countRefusal(tier string, res *Result, id *identity.Client) {
 // that shows its headers always before one of a rule that hides them. A
 // shadow rule hides them: nobody enforces its limit, so it must not shape
 // clients.
-func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
+func (res *Result) note(cr *compiledRule, period time.Duration, d *limiter.Decision) {
 	hide := cr.HideHeaders || cr.Mode == ModeShadow
-	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, &d)) {
+	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, d)) {
 		return
 	}
 	res.Limited = true
-	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = d, cr.Name, r.Period, hide, cr
+	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = *d, cr.Name, period, hide, cr
 }
 
 // tighterOrEqual reports whether a is at least as restrictive as b: less

@@ -159,7 +159,7 @@ func (ps *pass) reset(e *Enforcer) {
 		ps.shed = pendingShed{}
 	}
 	ps.res = Result{}
-	ps.n, ps.more, ps.unlimited, ps.shedStood, ps.peek, ps.r = 0, nil, false, false, false, nil
+	ps.n, ps.more, ps.unlimited, ps.shedStood, ps.peek, ps.r, ps.last = 0, nil, false, false, false, nil, false
 	if e.pooled && ps.held == nil {
 		ps.held = newScratch()
 	}
