@@ -215,6 +215,18 @@ type Request struct {
 
 // Normalize fills defaults and validates r. Stores call it first.
 func (r *Request) Normalize() error {
+	if err := r.normalize(); err != nil {
+		return err
+	}
+	if err := r.Rule.Validate(); err != nil {
+		return err
+	}
+	return r.fits()
+}
+
+// normalize is Normalize but for its rule's validation and the cost's fit
+// in the rule's capacity.
+func (r *Request) normalize() error {
 	if r.Peek { // a refund of nothing: refill to now, spend nothing
 		r.Cost, r.Refund = 0, true
 	} else if r.Cost == 0 {
@@ -233,9 +245,11 @@ func (r *Request) Normalize() error {
 	case math.IsNaN(r.Multiplier) || math.IsInf(r.Multiplier, 0) || r.Multiplier < 0:
 		return fmt.Errorf("%w: multiplier %v must be a finite number > 0", ErrInvalid, r.Multiplier)
 	}
-	if err := r.Rule.Validate(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// fits reports a cost beyond the rule's capacity.
+func (r *Request) fits() error {
 	if c := r.Rule.Capacity(); r.Cost > c {
 		return fmt.Errorf("%w: rule %q: cost %d exceeds capacity %d", ErrInvalid, r.Rule.Name, r.Cost, c)
 	}

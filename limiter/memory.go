@@ -29,7 +29,8 @@ type Memory struct {
 	// clock (NTP) neither freezes refills nor grants them; shards never let
 	// it go back (steady).
 	startUs float64
-	elapsed func() time.Duration
+	start   time.Time            // its reading of Go's monotonic clock
+	elapsed func() time.Duration // nil: time.Since(start), without an indirect call (tests step it)
 }
 
 type memShard struct {
@@ -79,7 +80,7 @@ func NewMemory(opts ...Option) *Memory {
 	m.perShard = max(1, o.MaxKeys/n)
 	if m.now == nil {
 		start := time.Now()
-		m.startUs, m.elapsed = float64(start.UnixMicro()), func() time.Duration { return time.Since(start) }
+		m.startUs, m.start = float64(start.UnixMicro()), start
 	}
 	for i := range m.shards {
 		for a := range m.shards[i].m {
@@ -97,6 +98,22 @@ func (m *Memory) Decide(_ context.Context, req Request) (Decision, error) {
 	return m.decide(nil, &req)
 }
 
+// DecideRequest is Decide for a request given by pointer, which it
+// normalizes in place (Request.Normalize, whose defaults a second call
+// leaves as they are), for a caller on the hot path (limiter/enforce): it
+// copies the request neither in nor out, and trusts req.Rule to be valid
+// (Rule.Validate) as the caller's validated rules are; the request's own
+// fields it checks as Decide does.
+func (m *Memory) DecideRequest(_ context.Context, req *Request) (Decision, error) {
+	if err := req.normalize(); err != nil {
+		return Decision{}, err
+	}
+	if err := req.fits(); err != nil {
+		return Decision{}, err
+	}
+	return m.decideValid(nil, req)
+}
+
 // DecideAt makes one decision at now. Callers that pass time themselves
 // must pass it in order per key.
 func (m *Memory) DecideAt(now time.Time, req Request) (Decision, error) {
@@ -108,6 +125,11 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	if err := req.Normalize(); err != nil {
 		return Decision{}, err
 	}
+	return m.decideValid(at, req)
+}
+
+// decideValid decides req, normalized.
+func (m *Memory) decideValid(at *time.Time, req *Request) (Decision, error) {
 	sh := &m.shards[maphash.String(m.seed, req.Key)&uint64(len(m.shards)-1)]
 	sh.mu.Lock()
 	var us float64
@@ -117,7 +139,7 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 	case m.now != nil:
 		us = float64(m.now().UnixMicro())
 	default: // no time.Time made: a monotonic reading and a float add
-		us = sh.steady(m.startUs + float64(m.elapsed()/time.Microsecond))
+		us = sh.steady(m.startUs + float64(m.since()/time.Microsecond))
 	}
 	e := sh.entry(req.Rule.Algorithm, req.Key, req.Rule.Name, us, m.perShard)
 	if e.expire <= us { // an entry is of one algorithm: sh.m and overflow are by algorithm
@@ -125,10 +147,23 @@ func (m *Memory) decide(at *time.Time, req *Request) (Decision, error) {
 		e.st.alog.reset()
 		e.st = state{log: e.st.log, alog: e.st.alog}
 	}
-	v := algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
+	var v verdict
+	if req.Rule.Algorithm == TokenBucket { // the default, called directly
+		v = tokenBucket(&e.st, us, paramsOf(req))
+	} else {
+		v = algorithmFuncs[req.Rule.Algorithm](&e.st, us, paramsOf(req))
+	}
 	e.expire = us + (math.Ceil(min(v.ttl, maxMicros)/1000)+1000)*1000
 	sh.mu.Unlock()
 	return decisionOf(req, v), nil
+}
+
+// since is the time elapsed on the store's own clock.
+func (m *Memory) since() time.Duration {
+	if m.elapsed != nil {
+		return m.elapsed()
+	}
+	return time.Since(m.start)
 }
 
 // steady keeps the shard's time from going back should the store's own

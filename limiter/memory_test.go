@@ -199,3 +199,34 @@ func TestMemoryKeyUnderTwoAlgorithms(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideRequestAsDecide: DecideRequest decides as Decide does, on
+// state of its own, request by request (every algorithm, a refusal, a
+// refund), and refuses an invalid request as Decide does; it normalizes the
+// request it is given in place.
+func TestDecideRequestAsDecide(t *testing.T) {
+	clock := func() time.Time { return t0 }
+	byValue, byPointer := limiter.NewMemory(limiter.WithClock(clock)), limiter.NewMemory(limiter.WithClock(clock))
+	ctx := context.Background()
+	for _, alg := range limiter.Algorithms() {
+		rule := limiter.Rule{Name: "r", Algorithm: alg, Limit: 3, Period: time.Second}
+		for i := range 5 {
+			req := limiter.Request{Key: "k|" + alg.String(), Rule: rule, Refund: i == 4}
+			want, werr := byValue.Decide(ctx, req)
+			got, gerr := byPointer.DecideRequest(ctx, &req)
+			if got != want || gerr != werr {
+				t.Fatalf("%v #%d: DecideRequest %+v, %v; Decide %+v, %v", alg, i, got, gerr, want, werr)
+			}
+			if req.Cost != 1 || req.Multiplier != 1 {
+				t.Fatalf("%v #%d: the request after DecideRequest has cost %d, multiplier %v; want 1, 1", alg, i, req.Cost, req.Multiplier)
+			}
+		}
+	}
+	rule := limiter.Rule{Name: "r", Limit: 3, Period: time.Second}
+	for _, req := range []limiter.Request{{Rule: rule}, {Key: "k", Rule: rule, Cost: 4}, {Key: "k", Rule: rule, Cost: -1}} {
+		_, werr := byValue.Decide(ctx, req)
+		if _, gerr := byPointer.DecideRequest(ctx, &req); gerr == nil || werr == nil || gerr.Error() != werr.Error() {
+			t.Errorf("%+v: DecideRequest %v, Decide %v; want the same error", req, gerr, werr)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/throttledhq/throttled/limiter"
@@ -143,59 +144,6 @@ func (res *Result) Reason() limiter.Reason {
 	return res.Decision.Reason
 }
 
-// planned is a query resolved against the policy.
-type planned struct {
-	cr   *compiledRule
-	tier *Tier
-	cost int64
-	peek bool
-}
-
-// plan resolves each query into pl and returns the most important of
-// their tiers (nil without queries).
-func (c *compiled) plan(qs []Query, lookup TierLookup, u UnassignedKeys, pl []planned) (*Tier, error) {
-	var best *Tier
-	for i := range qs {
-		q := &qs[i]
-		bad := func(field, format string, a ...any) error {
-			return &QueryError{Index: i, Field: field, Msg: fmt.Sprintf(format, a...)}
-		}
-		cr := c.ruleNamed(q.Rule)
-		if cr == nil {
-			return nil, bad("rule", "no such rule %q", q.Rule)
-		}
-		t := c.tiers[q.Tier]
-		switch {
-		case q.Tier == "":
-			t = c.tier(&identity.Client{APIKey: q.Key}, lookup, u)
-		case t == nil:
-			return nil, bad("tier", "no such tier %q", q.Tier)
-		}
-		cost := q.Cost
-		if cost == 0 {
-			cost = cr.Cost
-		}
-		if capacity := cr.capacity(t); !q.Peek && (cost < 0 || max(cost, 1) > capacity) {
-			return nil, bad("cost", "%d: want 1..%d (the capacity of rule %s for tier %s)", cost, capacity, cr.Name, t.Name)
-		}
-		pl[i] = planned{cr: cr, tier: t, cost: cost, peek: q.Peek}
-		if best == nil || t.Priority < best.Priority {
-			best = t
-		}
-	}
-	return best, nil
-}
-
-// ruleNamed is the rule of that name, or nil.
-func (c *compiled) ruleNamed(name string) *compiledRule {
-	for i := range c.rules {
-		if c.rules[i].Name == name {
-			return &c.rules[i]
-		}
-	}
-	return nil
-}
-
 // applied is one rule that admitted, kept to refund it if a later rule
 // refuses.
 type applied struct{ req limiter.Request }
@@ -212,9 +160,48 @@ type pass struct {
 	more  []applied  // the admitting rules after the eighth
 	// unlimited: the client being asked for is of an unlimited tier
 	unlimited bool
-	shed      pendingShed // the first rule that shed, while the later ones are asked
-	shedStood bool        // that shed is the refusal: no later rule refused for quota
-	peek      bool        // the query being asked only reads its buckets (Query.Peek)
+	shed      pendingShed   // the first rule that shed, while the later ones are asked
+	shedStood bool          // that shed is the refusal: no later rule refused for quota
+	peek      bool          // the query being asked only reads its buckets (Query.Peek)
+	held      *scratch      // a Pass's own scratch, reused from check to check; nil: none
+	last      bool          // the rule being asked is the policy's last: no later rule can refuse
+	r         *http.Request // being checked, its client's IP left out for fillIP (Enforcer.deferIP); or nil
+}
+
+// askRule decides rule cr for a client of tier t whose bucket key is key,
+// as askAll does, by askSole when it can; false when the rule refused for
+// quota.
+func (ps *pass) askRule(ctx context.Context, cr *compiledRule, t *Tier, key string, m float64, who *identity.Client) bool {
+	if cr.sole && ps.e.mem != nil && !t.Unlimited && ps.shed.cr == nil && !ps.e.set.DryRun.ObservesQuota() {
+		return ps.askSole(ctx, cr, t, key, m, who)
+	}
+	_, _, more, _ := ps.askAll(ctx, cr, t, key, cr.Cost, m, who)
+	return more
+}
+
+// askSole is askAll and ask for a rule of one limit, not a delay rule, on
+// the in-memory store, for a limited tier with no shed held and no dry run
+// of the quota (askRule): the same decision, notes and counts, without
+// askAll's loop and the frames of ask and Enforcer.decide, each of which
+// copied the request or the decision.
+func (ps *pass) askSole(ctx context.Context, cr *compiledRule, t *Tier, key string, m float64, who *identity.Client) bool {
+	ps.unlimited = false
+	var req limiter.Request
+	req.Key, req.Rule, req.Cost, req.Multiplier, req.Tier = key, cr.rule(t, 0), cr.Cost, m, t.Name
+	d, err := ps.e.mem.DecideRequest(ctx, &req)
+	if err != nil {
+		ps.res.Err = err
+		return true
+	}
+	ps.res.note(cr, req.Rule.Period, &d)
+	if !d.Allowed {
+		return ps.notAllowed(ctx, cr, &req, &d, who)
+	}
+	if !ps.last { // only a later rule's refusal gives back what this one took
+		ps.keep(&req)
+	}
+	ps.e.count(req.Tier, cr.Name, d.Label())
+	return true
 }
 
 // askAll decides every limit of rule cr for a client of tier t whose
@@ -267,7 +254,7 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 		ps.res.Err = err
 		return d, true, err
 	}
-	ps.res.note(cr, req.Rule, d)
+	ps.res.note(cr, req.Rule.Period, &d)
 	if !d.Allowed {
 		return d, ps.notAllowed(ctx, cr, req, &d, who), nil
 	}
@@ -281,6 +268,9 @@ func (ps *pass) ask(ctx context.Context, cr *compiledRule, req *limiter.Request,
 // stack for this rarer path's values.
 func (ps *pass) notAllowed(ctx context.Context, cr *compiledRule, req *limiter.Request, d *limiter.Decision,
 	who *identity.Client) (more bool) {
+	if who != nil { // a refused client is counted by its IP when it has no key
+		ps.fillIP(who)
+	}
 	switch {
 	case cr.Mode == ModeShadow:
 		ps.res.Shadowed = true

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/throttledhq/throttled/limiter"
+	"github.com/throttledhq/throttled/limiter/identity"
 	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
@@ -257,4 +258,57 @@ func writeCheckError(w http.ResponseWriter, status int, field, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// planned is a query resolved against the policy.
+type planned struct {
+	cr   *compiledRule
+	tier *Tier
+	cost int64
+	peek bool
+}
+
+// plan resolves each query into pl and returns the most important of
+// their tiers (nil without queries).
+func (c *compiled) plan(qs []Query, lookup TierLookup, u UnassignedKeys, pl []planned) (*Tier, error) {
+	var best *Tier
+	for i := range qs {
+		q := &qs[i]
+		bad := func(field, format string, a ...any) error {
+			return &QueryError{Index: i, Field: field, Msg: fmt.Sprintf(format, a...)}
+		}
+		cr := c.ruleNamed(q.Rule)
+		if cr == nil {
+			return nil, bad("rule", "no such rule %q", q.Rule)
+		}
+		t := c.tiers[q.Tier]
+		switch {
+		case q.Tier == "":
+			t = c.tier(&identity.Client{APIKey: q.Key}, lookup, u)
+		case t == nil:
+			return nil, bad("tier", "no such tier %q", q.Tier)
+		}
+		cost := q.Cost
+		if cost == 0 {
+			cost = cr.Cost
+		}
+		if capacity := cr.capacity(t); !q.Peek && (cost < 0 || max(cost, 1) > capacity) {
+			return nil, bad("cost", "%d: want 1..%d (the capacity of rule %s for tier %s)", cost, capacity, cr.Name, t.Name)
+		}
+		pl[i] = planned{cr: cr, tier: t, cost: cost, peek: q.Peek}
+		if best == nil || t.Priority < best.Priority {
+			best = t
+		}
+	}
+	return best, nil
+}
+
+// ruleNamed is the rule of that name, or nil.
+func (c *compiled) ruleNamed(name string) *compiledRule {
+	for i := range c.rules {
+		if c.rules[i].Name == name {
+			return &c.rules[i]
+		}
+	}
+	return nil
 }

@@ -30,6 +30,16 @@ type compiledRule struct {
 	own     []limiter.Rule // the rule's own limits, or nil: the tier's quota
 	suffix  []string       // of the bucket keys of own[1:]: "#2", "#3", …
 	texts   []headerText   // of each limit the rule may apply (its own, or the tiers')
+	// ipKey: a key source is ip; clientKey: one is client (the IP of a
+	// client without a key).
+	ipKey, clientKey bool
+	byTier           []tierLimit // without own limits: each tier's quota as the rule's limit, made once
+	sole             bool        // one limit, not a delay rule: askSole may decide it
+}
+
+type tierLimit struct {
+	t    *Tier
+	rule limiter.Rule
 }
 
 type keySource struct {
@@ -75,12 +85,23 @@ func compile(p *Policy) (*compiled, error) {
 				ks = keySource{kind: "header", header: textproto.CanonicalMIMEHeaderKey(name)}
 			}
 			cr.keys = append(cr.keys, ks)
+			cr.ipKey, cr.clientKey = cr.ipKey || k == "ip", cr.clientKey || k == "client"
 		}
 		cr.ownLimits()
+		cr.sole = cr.limits() == 1 && cr.Mode != ModeDelay
+		for i := 0; cr.own == nil && i < len(p.Tiers); i++ {
+			t := c.tiers[p.Tiers[i].Name]
+			cr.byTier = append(cr.byTier, tierLimit{t, cr.rule(t, 0)})
+		}
 		cr.headerTexts(p.Tiers)
 		c.rules = append(c.rules, cr)
 	}
 	return c, nil
+}
+
+// readsIP reports whether the rule's key reads id's IP.
+func (r *compiledRule) readsIP(id *identity.Client) bool {
+	return r.ipKey || r.clientKey && id.Key() == ""
 }
 
 // matches reports whether the rule applies to method and path. It does not
@@ -148,6 +169,11 @@ func (r *compiledRule) limits() int { return max(1, len(r.own)) }
 func (r *compiledRule) rule(t *Tier, i int) limiter.Rule {
 	if r.own != nil {
 		return r.own[i]
+	}
+	for j := range r.byTier { // a few tiers: a pointer compare each
+		if r.byTier[j].t == t {
+			return r.byTier[j].rule
+		}
 	}
 	return limiter.Rule{Name: r.Name, Algorithm: t.Algorithm, Limit: t.Limit, Period: t.Period, Burst: t.Burst,
 		Align: t.Align, Fallback: r.Fallback}

@@ -102,6 +102,26 @@ type Enforcer struct {
 	// pooled: the store copies the keys it keeps (limiter.KeyCopier), so
 	// Check makes them in pooled memory it takes back when done.
 	pooled bool
+	// deferIP: the Identifier can leave the client's IP out until a rule
+	// or a refusal needs it; nil: it cannot.
+	deferIP ipDeferrer
+	// keyHeader is deferIP's PlainKeyHeader: identify reads it itself,
+	// without a call through the interface; "": none.
+	keyHeader string
+	// mem is the store when it is the in-memory one, nil otherwise: called
+	// by its type, it takes a request by pointer (DecideRequest), which a
+	// call through an interface would move to the heap.
+	mem *limiter.Memory
+}
+
+// ipDeferrer is an Identifier that can resolve the client's IP apart
+// (identity.New's does): IdentifyDeferIP may leave Client.IP "", which
+// ClientIP then gives; when PlainKeyHeader names a header, a client is
+// that header's API key (and its IP) alone.
+type ipDeferrer interface {
+	IdentifyDeferIP(r *http.Request) identity.Client
+	ClientIP(r *http.Request) string
+	PlainKeyHeader() string
 }
 
 // New validates p and returns an Enforcer deciding through store.
@@ -132,6 +152,10 @@ func New(store limiter.Store, p Policy, s Settings) (*Enforcer, error) {
 	if c, ok := store.(limiter.KeyCopier); ok && c.CopiesKeys() {
 		e.pooled = true
 	}
+	if e.deferIP, _ = s.Identifier.(ipDeferrer); e.deferIP != nil {
+		e.keyHeader = e.deferIP.PlainKeyHeader()
+	}
+	e.mem, _ = store.(*limiter.Memory)
 	if err := e.SetPolicy(p); err != nil {
 		return nil, err
 	}
@@ -191,8 +215,9 @@ func (e *Enforcer) Check(ctx context.Context, r *http.Request) Result {
 	return ps.res
 }
 
-// check is Check deciding in ps, a zero pass its caller holds (Middleware
-// on its stack, so that the Result is not copied on the hot path).
+// check is Check deciding in ps, an empty pass its caller holds
+// (Middleware on its stack, a Pass's holder in its own memory, so that the
+// Result is not copied on the hot path).
 func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 	p := e.policy.Load()
 	ps.e, ps.res.Allowed = e, true
@@ -205,17 +230,21 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 			continue
 		}
 		if tier == nil {
-			id = e.set.Identifier.Identify(r)
+			id = ps.identify(r)
 			tier = p.tier(&id, e.set.Tiers, e.set.UnassignedKeys)
 			m = e.multiplier(tier.Name)
 			ps.res.Tier, ps.res.Priority = tier.Name, tier.Priority
-			ps.res.sc = e.scratch()
+			ps.res.sc = ps.scratch()
+		}
+		if cr.readsIP(&id) {
+			ps.fillIP(&id)
 		}
 		key, ok := cr.key(&id, r, tier, &ps.res.sc.arena)
 		if !ok {
 			continue
 		}
-		if _, _, more, _ := ps.askAll(ctx, cr, tier, key, cr.Cost, m, &id); !more {
+		ps.last = i == len(p.rules)-1
+		if !ps.askRule(ctx, cr, tier, key, m, &id) {
 			break
 		}
 	}
@@ -223,19 +252,31 @@ func (e *Enforcer) check(ctx context.Context, r *http.Request, ps *pass) {
 		ps.res.Tier, ps.res.Priority = p.unmatched.Name, p.unmatched.Priority
 	}
 	ps.finish(ctx, tier)
-	if e.pooled && ps.res.sc != nil { // its keys were the store's to copy; WriteHeaders makes its own
-		ps.res.sc.reuse()
-		ps.res.sc = nil
-	}
+	ps.doneWith()
 }
 
-// scratch is a request's scratch: pooled when the store copies the keys
-// made in it.
-func (e *Enforcer) scratch() *scratch {
-	if e.pooled {
-		return scratches.Get().(*scratch)
+// identify is who sent r, without the IP when the Identifier can leave it
+// for fillIP.
+func (ps *pass) identify(r *http.Request) identity.Client {
+	if ps.e.deferIP == nil {
+		return ps.e.set.Identifier.Identify(r)
 	}
-	return newScratch()
+	ps.r = r
+	if h := ps.e.keyHeader; h != "" {
+		if v := r.Header[h]; len(v) > 0 {
+			return identity.Client{APIKey: v[0]}
+		}
+		return identity.Client{}
+	}
+	return ps.e.deferIP.IdentifyDeferIP(r)
+}
+
+// fillIP gives who the IP of the request being checked, when identify
+// left it out.
+func (ps *pass) fillIP(who *identity.Client) {
+	if who.IP == "" && ps.r != nil {
+		who.IP = ps.e.deferIP.ClientIP(ps.r)
+	}
 }
 
 // multiplier is the tier's multiplier for the store. A source's 0 (or NaN,
@@ -268,7 +309,11 @@ const (
 // decide asks the store; in ModeDelay a refused request waits in line for
 // capacity (see delay), and delayed says it was admitted after a refusal.
 func (e *Enforcer) decide(ctx context.Context, cr *compiledRule, req *limiter.Request) (d limiter.Decision, delayed bool, err error) {
-	d, err = e.store.Decide(ctx, *req)
+	if e.mem != nil {
+		d, err = e.mem.DecideRequest(ctx, req)
+	} else {
+		d, err = e.store.Decide(ctx, *req)
+	}
 	if err != nil || d.Allowed || cr.Mode != ModeDelay {
 		return d, false, err
 	}
@@ -315,13 +360,13 @@ func (e *Enforcer) countRefusal(tier string, res *Result, id *identity.Client) {
 // that shows its headers always before one of a rule that hides them. A
 // shadow rule hides them: nobody enforces its limit, so it must not shape
 // clients.
-func (res *Result) note(cr *compiledRule, r limiter.Rule, d limiter.Decision) {
+func (res *Result) note(cr *compiledRule, period time.Duration, d *limiter.Decision) {
 	hide := cr.HideHeaders || cr.Mode == ModeShadow
-	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, &d)) {
+	if res.Limited && (hide && !res.Hidden || hide == res.Hidden && tighterOrEqual(&res.Decision, d)) {
 		return
 	}
 	res.Limited = true
-	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = d, cr.Name, r.Period, hide, cr
+	res.Decision, res.Rule, res.Period, res.Hidden, res.cr = *d, cr.Name, period, hide, cr
 }
 
 // tighterOrEqual reports whether a is at least as restrictive as b: less

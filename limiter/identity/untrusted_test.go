@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
@@ -69,4 +70,56 @@ func ExampleUntrustedForwards() {
 	r.Header.Set("X-Forwarded-For", "203.0.113.9")
 	fmt.Println(id.Identify(r).IP, u.Count(), u.First())
 	// Output: 198.51.100.7 1 198.51.100.7
+}
+
+// TestIdentifyDeferIP: IdentifyDeferIP is Identify without the IP, which
+// ClientIP gives; a request with X-Forwarded-For from an untrusted peer is
+// resolved at once when such requests are counted, and counted once
+// however the enforcer asks after.
+func TestIdentifyDeferIP(t *testing.T) {
+	var u UntrustedForwards
+	for _, s := range []Settings{{}, {TrustedProxies: testTrusted, Untrusted: &u}} {
+		idf, err := New(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := idf.(*identifier)
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "198.51.100.7:1"
+		r.Header.Set("X-API-Key", "k1")
+		if c := d.IdentifyDeferIP(r); c.APIKey != "k1" || c.IP != "" || d.ClientIP(r) != "198.51.100.7" {
+			t.Errorf("%+v: IdentifyDeferIP %+v, ClientIP %q; want key k1, no IP, then 198.51.100.7", s, c, d.ClientIP(r))
+		}
+		r.Header.Set("X-Forwarded-For", "203.0.113.9")
+		c, want := d.IdentifyDeferIP(r), ""
+		if s.Untrusted != nil {
+			want = "198.51.100.7"
+		}
+		if c.IP != want || u.Count() != 1 && s.Untrusted != nil {
+			t.Errorf("%+v with X-Forwarded-For: IP %q (want %q), counted %d (want 1)", s, c.IP, want, u.Count())
+		}
+	}
+}
+
+// TestPlainKeyHeader: the API key's header is the whole identification
+// only without a key verifier, a JWT verifier or counting of forwarded
+// headers.
+func TestPlainKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		s    Settings
+		want string
+	}{
+		{Settings{}, "X-Api-Key"},
+		{Settings{APIKeyHeader: "x-client-key"}, "X-Client-Key"},
+		{Settings{Untrusted: &UntrustedForwards{}}, ""},
+		{Settings{Keys: KeyVerifierFunc(func(context.Context, string) bool { return true })}, ""},
+	} {
+		idf, err := New(tc.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := idf.(*identifier).PlainKeyHeader(); got != tc.want {
+			t.Errorf("%+v: PlainKeyHeader %q, want %q", tc.s, got, tc.want)
+		}
+	}
 }

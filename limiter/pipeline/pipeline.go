@@ -71,6 +71,7 @@ type Pipeline struct {
 	breakers  enforce.Routes    // BreakerRoutes
 	breakerOf map[string]string // route pattern ("" none) → breaker name
 	calls     sync.Pool         // of *call
+	holds     bool              // a bulkhead or the gate may hold a request: Serve calls hold
 }
 
 // New checks s and returns its Pipeline, which keeps copies of its maps.
@@ -79,7 +80,7 @@ func New(s Settings) (*Pipeline, error) {
 		return nil, errors.New("pipeline: Settings.Enforcer is required")
 	}
 	s.Bulkheads, s.RouteBulkheads = maps.Clone(s.Bulkheads), maps.Clone(s.RouteBulkheads)
-	p := &Pipeline{s: s}
+	p := &Pipeline{s: s, holds: len(s.Bulkheads) > 0 || len(s.RouteBulkheads) > 0 || s.Gate != nil}
 	p.routes = enforce.NewRoutes(slices.Sorted(maps.Keys(s.RouteBulkheads)))
 	if s.Breakers != nil {
 		p.breakers = enforce.NewRoutes(s.BreakerRoutes)
@@ -91,7 +92,11 @@ func New(s Settings) (*Pipeline, error) {
 			p.breakerOf[r] = BreakerPrefix + r
 		}
 	}
-	p.calls.New = func() any { return &call{p: p} }
+	p.calls.New = func() any {
+		c := &call{p: p}
+		c.res = c.chk.Result()
+		return c
+	}
 	return p, nil
 }
 
@@ -111,14 +116,14 @@ func (p *Pipeline) Handler(next http.Handler) http.Handler {
 func (p *Pipeline) Serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	c := p.calls.Get().(*call)
 	defer c.done()
-	c.res = p.s.Enforcer.Check(r.Context(), r)
+	p.s.Enforcer.CheckIn(r.Context(), r, &c.chk)
 	if !c.res.Allowed {
 		c.res.WriteHeaders(w.Header())
 		writeJSON(w, c.res.Status, c.res.Body())
 		p.count(c.res.Tier, c.res.Status, c.res.AnswerReason())
 		return
 	}
-	if !p.hold(c, w, r) {
+	if p.holds && !p.hold(c, w, r) {
 		return
 	}
 	p.handle(c, w, r, next)
@@ -166,10 +171,12 @@ func (p *Pipeline) routeBulkhead(path string) *bulkhead.Bulkhead {
 }
 
 // handle hands r to next through the route's breaker, with the writer
-// that puts the rate-limit headers on next's answer when it needs one.
+// that puts the rate-limit headers on next's answer when there are any to
+// put there, or that tells Answers or Requests of the answer; else w
+// itself.
 func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next http.Handler) {
 	hw := w
-	if c.res.Limited || p.s.Answers != nil || p.s.Requests != nil {
+	if c.res.Limited && !(c.res.Hidden && c.res.Allowed) || p.s.Answers != nil || p.s.Requests != nil {
 		if p.s.Answers != nil {
 			c.called = time.Now()
 			if c.start.IsZero() {
@@ -198,6 +205,9 @@ func (p *Pipeline) handle(c *call, w http.ResponseWriter, r *http.Request, next 
 // (200 when it wrote none), reason upstream_error from 500 up.
 func (p *Pipeline) answered(c *call) {
 	c.answer(http.StatusOK)
+	if p.s.Requests == nil {
+		return
+	}
 	reason := c.res.AnswerReason()
 	if c.status >= http.StatusInternalServerError {
 		reason = instrument.ReasonUpstreamError

@@ -12,11 +12,14 @@ import (
 )
 
 // call is one request's way through the pipeline, pooled: its decision,
-// the permits it holds, and the writer the handler answers through when
-// the answer needs the rate-limit headers or its time (Settings.Answers).
+// made in place in its own enforce.Pass (whose bucket keys' memory it
+// keeps from one request to the next), the permits it holds, and the
+// writer the handler answers through when the answer needs the rate-limit
+// headers or its time (Settings.Answers), or its status (Settings.Requests).
 type call struct {
 	p       *Pipeline
-	res     enforce.Result
+	chk     enforce.Pass
+	res     *enforce.Result    // chk's
 	permits [3]bulkhead.Permit // tier bulkhead, route bulkhead, gate
 	n       int                // permits held
 	start   time.Time          // when it asked the gate (or reached the handler)
@@ -32,14 +35,15 @@ func (c *call) keep(pm bulkhead.Permit) {
 	c.n++
 }
 
-// done releases the permits, the last taken first, and puts c back.
+// done releases the permits, the last taken first, and puts c back, its
+// decision's Pass kept for the next request (CheckIn empties it).
 func (c *call) done() {
 	for i := c.n - 1; i >= 0; i-- {
 		c.permits[i].Release()
+		c.permits[i] = bulkhead.Permit{}
 	}
-	p := c.p
-	*c = call{p: p}
-	p.calls.Put(c)
+	c.n, c.start, c.called, c.w, c.wrote, c.status = 0, time.Time{}, time.Time{}, nil, false, 0
+	c.p.calls.Put(c)
 }
 
 // answer puts the rate-limit headers on the answer, in place of any the
@@ -98,18 +102,22 @@ func (c *call) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap is the writer the pipeline was given, for http.ResponseController.
 func (c *call) Unwrap() http.ResponseWriter { return c.w }
 
-// ResultOf is the Enforcer's decision for the request that w (the writer
-// the pipeline gave a handler, or one that wraps it and has Unwrap) answers:
-// its tier, rule and rate-limit headers. It is nil when no rule applied.
+// ResultOf is the Enforcer's decision whose rate-limit headers the
+// pipeline puts on the answer that w (the writer the pipeline gave a
+// handler, or one that wraps it and has Unwrap) writes: its tier, rule and
+// headers. It is nil when no rule applied, or when the decision puts none
+// there (an admitted request whose rule's headers are none or hidden): the
+// pipeline then gives the handler the server's writer itself, unless it
+// needs the answer's status or time (Settings.Requests, Settings.Answers).
 // It is the pipeline's until Serve returns: copy what you keep.
 func ResultOf(w http.ResponseWriter) *enforce.Result {
 	for {
 		switch t := w.(type) {
 		case *call:
-			if !t.res.Limited {
+			if !t.res.Limited || t.res.Hidden && t.res.Allowed {
 				return nil
 			}
-			return &t.res
+			return t.res
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = t.Unwrap()
 		default:
