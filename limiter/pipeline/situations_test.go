@@ -75,7 +75,7 @@ var situations = []situation{
 		want: want{status: 499, remaining: "1"}},
 	{name: "breaker open", handler: true, setup: breakers(time.Minute), run: breakerOpened,
 		want: want{status: 503, reason: instrument.DecisionBreakerOpen, rule: "upstream:/api", counted: true, appCalls: 2, remaining: "0"}},
-	{name: "breaker deadline", handler: true, setup: breakers(20 * time.Millisecond), run: breakerTimedOut,
+	{name: "breaker deadline", handler: true, setup: breakers(100 * time.Millisecond), run: breakerTimedOut,
 		want: want{status: 503, reason: instrument.DecisionBreakerOpen, rule: "upstream:/api", counted: true, appCalls: 2, remaining: "0"}},
 }
 
