@@ -4,11 +4,13 @@
 # control fixes) and at the working tree, RUNS rounds interleaved (base,
 # then this tree), DURATION each; prints every run and the medians:
 # premium %, goodput ·C, lowest 1 s ·C, recovery s, flips/min, with the
-# load average before each run. It must not get worse.
+# load average before each run. It must not get worse. SCENARIO runs
+# another single-instance scenario the same way (crowd: the tier cap is
+# its only shedder).
 set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}" PATH=$PATH:/usr/local/go/bin
 cd "$(dirname "$0")/.."
-base=${BASE:-4d3e5e9}; runs=${RUNS:-3}; dur=${DURATION:-30s}
+base=${BASE:-4d3e5e9}; runs=${RUNS:-3}; dur=${DURATION:-30s}; scenario=${SCENARIO:-surge}
 out=$(mktemp -d)
 git archive "$base" | tar -x -C "$out" --one-top-level=base
 (cd "$out/base" && go build -o "$out/throttled-base" ./cmd/throttled)
@@ -16,7 +18,7 @@ go build -o "$out/throttled-head" ./cmd/throttled
 q='[.phases.overload.premium_admitted_pct, .phases.overload.goodput_ratio, .lowest_goodput_ratio, .recovery_s, .flips_per_min] | @tsv'
 for r in $(seq 1 "$runs"); do for b in base head; do
   load=$(cut -d' ' -f1 /proc/loadavg)
-  "$out/throttled-$b" bench overload --scenario surge --mode controller --duration "$dur" --json >"$out/$b-$r.json" 2>/dev/null
+  "$out/throttled-$b" bench overload --scenario "$scenario" --mode controller --duration "$dur" --json >"$out/$b-$r.json" 2>/dev/null
   echo "$b #$r (load $load): $(jq -r "$q" "$out/$b-$r.json")"
 done; done
 # A recovery of -1 (not within the run) sorts as the longest, and a
