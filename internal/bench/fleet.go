@@ -28,6 +28,7 @@ type Fleet struct {
 	rd    *fleetRedis
 	ctx   context.Context
 	probe *fleetProbe
+	own   *ownSampler // every instance's own multipliers, for its recovery
 	cmds  *cmdCounter // every instance's Redis commands
 
 	mu      sync.Mutex // guards the fields below
@@ -66,6 +67,7 @@ func StartFleet(ctx context.Context, spec overload.StackSpec, parts Parts) (*Fle
 	}
 	f := &Fleet{spec: spec, parts: parts, rd: rd, ctx: context.WithoutCancel(ctx),
 		cmds: &cmdCounter{n: map[string]int64{}}, stop: make(chan struct{})}
+	f.own = newOwnSampler(f)
 	for i := range spec.Scenario.Instances {
 		if _, err := f.add(spec.Scenario.Split[i]); err != nil {
 			_ = f.Close()
@@ -210,9 +212,11 @@ func (f *Fleet) Begin(start time.Time, d time.Duration) {
 	f.start = start
 	f.mu.Unlock()
 	f.probe.begin(start)
+	f.own.begin(start)
 	at := func(frac float64) time.Time { return start.Add(third + time.Duration(frac*float64(third))) }
 	// The probe's counts keep their times whatever the events' delays.
 	f.timeline(step{at(0), f.probe.surgeFrom}, step{at(1), f.probe.surgeTo})
+	f.timeline(step{at(0), f.own.surgeFrom}, step{at(1), f.own.surgeTo})
 	f.timeline(step{at(0.2), func() { f.join(k) }}, step{at(0.45), f.killLeader}, step{at(0.7), func() { f.leave(k) }})
 }
 
@@ -325,6 +329,7 @@ func (f *Fleet) Close() error {
 	if f.probe != nil {
 		f.probe.close()
 	}
+	f.own.close()
 	f.mu.Lock()
 	ms := f.members
 	f.members = nil

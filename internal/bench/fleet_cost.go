@@ -207,4 +207,8 @@ func (p *fleetProbe) report(rep *overload.Report) *overload.FleetReport {
 func ms1(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Millisecond)*10) / 10 }
 
 // FleetReport is the fleet's figures for the run's report.
-func (f *Fleet) FleetReport(rep *overload.Report) *overload.FleetReport { return f.probe.report(rep) }
+func (f *Fleet) FleetReport(rep *overload.Report) *overload.FleetReport {
+	fr := f.probe.report(rep)
+	fr.InstanceRecoveryS = f.own.recovery()
+	return fr
+}
