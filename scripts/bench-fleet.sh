@@ -37,7 +37,7 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) p
 # field F (a jq path) of the runs of cell n=$1 backend=$2
 col() { for f in "$out"/fleet-n"$1"-"$2"-*.json; do [ -s "$f" ] && jq -r "$3" "$f"; done | median; }
 # recovery: a run that did not recover (-1) counts as the longest
-# (FIELD: another field of the same kind, e.g. .fleet.instance_recovery_s)
+# (FIELD: another field of the same kind, e.g. .fleet.excess_recovery_s)
 recovery() {
   col "$1" "$2" "${3:-.recovery_s}"' | if . < 0 then 1e9 else . end' |
     awk '{ if ($1 + 0 >= 1e9) print "not within the run"; else print $1 }'
@@ -48,11 +48,11 @@ shape() { local v; v=$(col "$@"); if [ "$v" = "-1" ]; then echo "–"; else echo
 if [[ " $tables " == *" targets "* ]]; then
   for r in $(seq "$first" $((first + runs - 1))); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
   echo
-  echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | instances back where they stood s | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
+  echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | refusing only the backends' excess after s | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for n in $ns; do for b in $backends; do
     echo "| $n | $b | $(col "$n" "$b" .phases.overload.premium_admitted_pct) | $(col "$n" "$b" .phases.overload.goodput_ratio) \
-| $(col "$n" "$b" .lowest_goodput_ratio) | $(recovery "$n" "$b") | $(recovery "$n" "$b" .fleet.instance_recovery_s) | $(col "$n" "$b" .flips_per_min) \
+| $(col "$n" "$b" .lowest_goodput_ratio) | $(recovery "$n" "$b") | $(recovery "$n" "$b" .fleet.excess_recovery_s) | $(col "$n" "$b" .flips_per_min) \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .within_10pct] | first // 0)') / $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .seconds] | first // 0)') \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .median_ratio] | first // "-")') \
 | $(col "$n" "$b" .fleet.propagation_p99_ms) | $(col "$n" "$b" .fleet.leader_gap_s) | $(shape "$n" "$b" .fleet.fine_shed_pct) / $(shape "$n" "$b" .fleet.fine_gated_pct) \

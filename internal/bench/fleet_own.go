@@ -7,15 +7,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/throttledhq/throttled/internal/overload"
+	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
-// ownEvery is how often ownSampler reads every live instance's effective
-// multipliers: a registry's Gather each, light enough at 36 instances.
-const ownEvery = 250 * time.Millisecond
+// ownEvery is how often ownSampler reads every live instance's requests
+// after the overload: the intervals overload.ExcessRecovery judges.
+const ownEvery = time.Second
 
-// ownSampler keeps the multipliers each live instance applies
-// (throttled_effective_multiplier, read from its own registry) at the
-// overload's start and from its end on, for overload.InstanceRecovery.
+// ownSampler keeps every live instance's throttled_requests_total, read
+// from its own registry at the overload's end and every ownEvery after,
+// for overload.ExcessRecovery.
 type ownSampler struct {
 	f    *Fleet
 	done chan struct{}
@@ -23,8 +24,7 @@ type ownSampler struct {
 
 	mu      sync.Mutex // guards the fields below
 	start   time.Time  // of the run
-	pre     map[string]map[string]float64
-	from    time.Duration // the overload's end since start; 0 before it
+	from    time.Duration
 	samples []overload.InstanceSample
 }
 
@@ -32,11 +32,19 @@ func newOwnSampler(f *Fleet) *ownSampler {
 	return &ownSampler{f: f, done: make(chan struct{}), ran: make(chan struct{})}
 }
 
-// begin notes the run's start and samples from then on until close.
+// begin notes the run's start.
 func (o *ownSampler) begin(start time.Time) {
 	o.mu.Lock()
 	o.start = start
 	o.mu.Unlock()
+}
+
+// surgeTo marks the overload's end and samples from then on until close.
+func (o *ownSampler) surgeTo() {
+	o.mu.Lock()
+	o.from = time.Since(o.start)
+	o.mu.Unlock()
+	o.sample()
 	go o.run()
 }
 
@@ -49,38 +57,14 @@ func (o *ownSampler) run() {
 		case <-o.done:
 			return
 		case <-t.C:
+			o.sample()
 		}
-		o.mu.Lock()
-		keep := o.from > 0
-		o.mu.Unlock()
-		if !keep {
-			continue
-		}
-		m := o.read()
-		o.mu.Lock()
-		o.samples = append(o.samples, overload.InstanceSample{At: time.Since(o.start), M: m})
-		o.mu.Unlock()
 	}
 }
 
-// surgeFrom takes every instance's multipliers at the overload's start.
-func (o *ownSampler) surgeFrom() {
-	m := o.read()
-	o.mu.Lock()
-	o.pre = m
-	o.mu.Unlock()
-}
-
-// surgeTo marks the overload's end: samples are kept from then on.
-func (o *ownSampler) surgeTo() {
-	o.mu.Lock()
-	o.from = max(time.Since(o.start), time.Nanosecond)
-	o.mu.Unlock()
-}
-
-// read is every live instance's effective multipliers, by its position
-// among the members.
-func (o *ownSampler) read() map[string]map[string]float64 {
+// sample reads every live instance's counts, by its position among the
+// members.
+func (o *ownSampler) sample() {
 	o.f.mu.Lock()
 	regs := map[string]*prometheus.Registry{}
 	for i, m := range o.f.members {
@@ -89,60 +73,76 @@ func (o *ownSampler) read() map[string]map[string]float64 {
 		}
 	}
 	o.f.mu.Unlock()
-	out := make(map[string]map[string]float64, len(regs))
+	counts := make(map[string]overload.InstanceCounts, len(regs))
 	for id, reg := range regs {
-		if tiers := effectiveMultipliers(reg); tiers != nil {
-			out[id] = tiers
-		}
+		counts[id] = requestCounts(reg)
 	}
-	return out
+	o.mu.Lock()
+	o.samples = append(o.samples, overload.InstanceSample{At: time.Since(o.start), Counts: counts})
+	o.mu.Unlock()
 }
 
-// recovery is overload.InstanceRecovery of the samples, in seconds (-1:
-// not within the run), once close has returned.
+// recovery is overload.ExcessRecovery of the samples, in seconds (-1:
+// not within the run), against each instance's own backend or the shared
+// one.
 func (o *ownSampler) recovery() float64 {
+	capacity := map[string]float64{"": o.f.spec.Scenario.Capacity}
+	if o.f.parts.PerInstance {
+		capacity = map[string]float64{}
+		o.f.mu.Lock()
+		for i, m := range o.f.members {
+			if m.be != nil {
+				capacity[strconv.Itoa(i)] = m.be.Capacity()
+			}
+		}
+		o.f.mu.Unlock()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.from == 0 {
-		return -1
-	}
-	d := overload.InstanceRecovery(o.pre, o.samples, o.from)
+	d := overload.ExcessRecovery(o.samples, o.from, capacity)
 	if d < 0 {
 		return -1
 	}
 	return roundS(d)
 }
 
+// close stops the sampling, if it started.
 func (o *ownSampler) close() {
 	close(o.done)
 	o.mu.Lock()
-	started := !o.start.IsZero()
+	started := len(o.samples) > 0
 	o.mu.Unlock()
 	if started {
 		<-o.ran
 	}
 }
 
-// effectiveMultipliers is tier → throttled_effective_multiplier in reg,
-// nil when reg has none.
-func effectiveMultipliers(reg prometheus.Gatherer) map[string]float64 {
+// requestCounts is what throttled_requests_total in reg counts: every
+// request, those refused for quota and those refused for load.
+func requestCounts(reg prometheus.Gatherer) overload.InstanceCounts {
+	var c overload.InstanceCounts
 	mfs, err := reg.Gather()
 	if err != nil {
-		return nil
+		return c
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "throttled_effective_multiplier" {
+		if mf.GetName() != "throttled_requests_total" {
 			continue
 		}
-		out := map[string]float64{}
 		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue()
+			c.Received += v
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "tier" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
+				switch {
+				case l.GetName() != "reason":
+				case l.GetValue() == instrument.ReasonOverQuota:
+					c.OverQuota += v
+				case l.GetValue() == instrument.ReasonShed || l.GetValue() == instrument.ReasonTierCap ||
+					l.GetValue() == instrument.ReasonConcurrency:
+					c.ForLoad += v
 				}
 			}
 		}
-		return out
 	}
-	return nil
+	return c
 }

@@ -3,33 +3,46 @@ package bench
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/internal/overload"
 	"github.com/throttledhq/throttled/limiter/instrument"
 )
 
-// TestOwnSamplerReadsEveryLiveInstancesEffectiveMultipliers: the sampler
-// reads throttled_effective_multiplier of each live member from its own
-// registry, by the member's position, and leaves out members gone or
-// without the gauge.
-func TestOwnSamplerReadsEveryLiveInstancesEffectiveMultipliers(t *testing.T) {
-	reg := func(eff ...instrument.Effective) *prometheus.Registry {
-		r := prometheus.NewRegistry()
-		if eff != nil {
-			r.MustRegister(instrument.NewEffectiveMultipliers(func() []instrument.Effective { return eff }))
+// TestOwnSamplerCountsEachLiveInstancesRefusals: a sample holds, for each
+// live member by its position, every request its
+// throttled_requests_total counted, those refused for quota and those
+// refused for load (shed, tier cap, gate); a gone member is left out.
+func TestOwnSamplerCountsEachLiveInstancesRefusals(t *testing.T) {
+	newMember := func(live bool, counts map[string]int) *member {
+		reg := prometheus.NewRegistry()
+		rq, err := instrument.NewRequests(reg)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return r
+		for reason, n := range counts {
+			for range n {
+				rq.Count("free", 200, reason)
+			}
+		}
+		return &member{live: live, reg: reg}
 	}
 	f := &Fleet{members: []*member{
-		{live: true, reg: reg(instrument.Effective{Tier: "free", Multiplier: 0.25, Source: "controller"},
-			instrument.Effective{Tier: "premium", Multiplier: 1, Source: "controller"})},
-		{live: false, reg: reg(instrument.Effective{Tier: "free", Multiplier: 0.5, Source: "controller"})},
-		{live: true, reg: reg(instrument.Effective{Tier: "free", Multiplier: 1, Source: "none"})},
-		{live: true, reg: reg()},
+		newMember(true, map[string]int{instrument.ReasonAdmitted: 5, instrument.ReasonOverQuota: 2,
+			instrument.ReasonShed: 3, instrument.ReasonTierCap: 1, instrument.ReasonConcurrency: 4,
+			instrument.ReasonUpstreamError: 1}),
+		newMember(false, map[string]int{instrument.ReasonShed: 9}),
+		newMember(true, map[string]int{instrument.ReasonAdmitted: 7}),
 	}}
-	got := newOwnSampler(f).read()
-	want := map[string]map[string]float64{"0": {"free": 0.25, "premium": 1}, "2": {"free": 1}}
-	if !maps.EqualFunc(got, want, maps.Equal) {
-		t.Fatalf("read %v, want %v", got, want)
+	o := newOwnSampler(f)
+	o.begin(time.Now())
+	o.sample()
+	want := map[string]overload.InstanceCounts{
+		"0": {Received: 16, OverQuota: 2, ForLoad: 8},
+		"2": {Received: 7},
+	}
+	if len(o.samples) != 1 || !maps.Equal(o.samples[0].Counts, want) {
+		t.Fatalf("samples %+v, want one of %v", o.samples, want)
 	}
 }

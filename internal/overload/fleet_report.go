@@ -25,13 +25,14 @@ type FleetReport struct {
 	PropagationMaxMS float64 `json:"propagation_max_ms"`
 	Publishes        int     `json:"publishes"`
 	PeriodMS         float64 `json:"period_ms"`
-	// InstanceRecoveryS is the time from the overload's end until every
-	// instance applies again at least the multipliers it applied at the
-	// overload's start (InstanceRecovery); -1 if one did not within the
-	// run. With per-instance backends an instance whose base load is more
-	// than its backend serves is cut before the overload too, so Report's
-	// RecoveryS (every multiplier at 1) is not within any run.
-	InstanceRecoveryS float64 `json:"instance_recovery_s"`
+	// ExcessRecoveryS is the time from the overload's end until throttled
+	// refuses for load no more than each backend's excess over its
+	// capacity (and 10 % of that capacity): ExcessRecovery; -1 if not
+	// within the run. With per-instance backends the instances whose base
+	// load exceeds their own backend refuse that excess after the overload
+	// too, so Report's RecoveryS (every multiplier at 1) is never within a
+	// run there.
+	ExcessRecoveryS float64 `json:"excess_recovery_s"`
 	// Caps compares each capped tier's admitted rate with its cap.
 	Caps []TierCap `json:"caps,omitempty"`
 	// FineShedPct, per-instance backends only: of the requests sent in the
@@ -158,10 +159,10 @@ func (f *FleetReport) Line() string {
 			f.FineShedPct, f.FineInst, f.FineGatedPct, f.HotInst)
 	}
 	recovered := "not within the run"
-	if f.InstanceRecoveryS >= 0 {
-		recovered = fmt.Sprintf("%.1f s", f.InstanceRecoveryS)
+	if f.ExcessRecoveryS >= 0 {
+		recovered = fmt.Sprintf("%.1f s", f.ExcessRecoveryS)
 	}
-	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; instances back where they stood %s; "+
+	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; refusing only the backends' excess after %s; "+
 		"propagation p99 %.0f ms (max %.0f, %d publishes, period %.0f ms); caps: %s; fine instances: %s; "+
 		"redis cmds/s/instance idle %.1f surge %.1f, redis CPU idle %.1f%% surge %.1f%%; bench CPU idle %.2f, run %.2f cores",
 		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS, recovered,

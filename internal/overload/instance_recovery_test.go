@@ -5,56 +5,66 @@ import (
 	"time"
 )
 
-// TestInstanceRecoveryIsBackToWhereEachInstanceStood: each instance is
-// judged against its own multipliers before the overload (a hot instance
-// cut before it only has to get back to that cut), joiners and leavers are
-// not judged, and the recovery ends at the first sample from which every
-// instance stays back.
-func TestInstanceRecoveryIsBackToWhereEachInstanceStood(t *testing.T) {
-	s := func(sec float64, m map[string]map[string]float64) InstanceSample {
-		return InstanceSample{At: time.Duration(sec * float64(time.Second)), M: m}
-	}
-	pre := map[string]map[string]float64{
-		"hot":  {"free": 0.4, "premium": 1},
-		"fine": {"free": 1, "premium": 1},
-	}
+// TestExcessRecoveryAllowsEachBackendsOwnExcess: after the overload an
+// instance whose base load exceeds its own backend may keep refusing that
+// excess (and 10 % of its capacity more) and still count as recovered;
+// refusing more is not recovered; one shared backend is judged on the
+// fleet's sum; joiners and leavers are not judged in the interval they
+// come or go.
+func TestExcessRecoveryAllowsEachBackendsOwnExcess(t *testing.T) {
+	type c = InstanceCounts
 	const end = 20 * time.Second // the overload's end
+	at := func(sec float64, counts map[string]InstanceCounts) InstanceSample {
+		return InstanceSample{At: time.Duration(sec * float64(time.Second)), Counts: counts}
+	}
+	own := map[string]float64{"hot": 10, "fine": 10} // req/s, each its own backend
+	shared := map[string]float64{"": 20}
 	for _, tc := range []struct {
-		name    string
-		samples []InstanceSample
-		want    time.Duration
+		name     string
+		samples  []InstanceSample
+		capacity map[string]float64
+		want     time.Duration
 	}{
-		{"never left", []InstanceSample{
-			s(20, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-			s(21, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-		}, 0},
-		{"the hot instance back at its own cut", []InstanceSample{
-			s(20, map[string]map[string]float64{"hot": {"free": 0.1}, "fine": {"free": 0.5}}),
-			s(21.5, map[string]map[string]float64{"hot": {"free": 0.2}, "fine": {"free": 1}}),
-			s(23, map[string]map[string]float64{"hot": {"free": 0.395}, "fine": {"free": 1}}),
-			s(25, map[string]map[string]float64{"hot": {"free": 0.5}, "fine": {"free": 1}}),
-		}, 3 * time.Second},
-		{"back, then cut again", []InstanceSample{
-			s(21, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-			s(22, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 0.9}}),
-			s(24, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-		}, 4 * time.Second},
-		{"still below at the end", []InstanceSample{
-			s(21, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-			s(22, map[string]map[string]float64{"hot": {"free": 0.3}, "fine": {"free": 1}}),
-		}, -1},
-		{"a joiner and a leaver are not judged", []InstanceSample{
-			s(21, map[string]map[string]float64{"hot": {"free": 0.4}, "new": {"free": 0.1}}),
-		}, 0},
-		{"samples of the overload are ignored", []InstanceSample{
-			s(15, map[string]map[string]float64{"hot": {"free": 0.1}, "fine": {"free": 0.1}}),
-			s(20.5, map[string]map[string]float64{"hot": {"free": 0.4}, "fine": {"free": 1}}),
-		}, 0},
-		{"no sample after the end", []InstanceSample{
-			s(15, map[string]map[string]float64{"hot": {"free": 0.1}}),
-		}, -1},
+		{"the hot instance refuses its excess alone", []InstanceSample{
+			at(20, map[string]c{"hot": {100, 0, 50}, "fine": {50, 0, 0}}),
+			at(21, map[string]c{"hot": {125, 0, 65}, "fine": {58, 0, 0}}), // hot: 25 offered, 15 refused = its excess
+			at(22, map[string]c{"hot": {150, 0, 80}, "fine": {66, 0, 0}}),
+		}, own, 0},
+		{"429s are not offered to the backend", []InstanceSample{
+			at(20, map[string]c{"hot": {0, 0, 0}}),
+			at(21, map[string]c{"hot": {30, 10, 11}}), // 20 offered: excess 10, slack 1
+		}, own, 0},
+		{"refusing more than the excess until 22 s", []InstanceSample{
+			at(20, map[string]c{"hot": {0, 0, 0}, "fine": {0, 0, 0}}),
+			at(21, map[string]c{"hot": {25, 0, 20}, "fine": {8, 0, 4}}),  // fine refuses 4 with no excess
+			at(22, map[string]c{"hot": {50, 0, 37}, "fine": {16, 0, 4}}), // hot refuses 17 of an excess of 15 (+1 slack)
+			at(23, map[string]c{"hot": {75, 0, 52}, "fine": {24, 0, 4}}),
+		}, own, 2 * time.Second},
+		{"still refusing more at the end", []InstanceSample{
+			at(20, map[string]c{"fine": {0, 0, 0}}),
+			at(21, map[string]c{"fine": {8, 0, 0}}),
+			at(22, map[string]c{"fine": {16, 0, 2}}),
+		}, own, -1},
+		{"a shared backend is judged on the sum", []InstanceSample{
+			at(20, map[string]c{"a": {0, 0, 0}, "b": {0, 0, 0}}),
+			at(21, map[string]c{"a": {25, 0, 4}, "b": {5, 0, 7}}), // 30 offered to 20: excess 10, slack 2, refused 11
+		}, shared, 0},
+		{"a joiner and a leaver are not judged where they come and go", []InstanceSample{
+			at(20, map[string]c{"hot": {0, 0, 0}, "gone": {0, 0, 0}}),
+			at(21, map[string]c{"hot": {10, 0, 0}, "new": {50, 0, 50}}),
+		}, own, 0},
+		{"intervals of the overload are not judged", []InstanceSample{
+			at(18, map[string]c{"hot": {0, 0, 0}}),
+			at(19, map[string]c{"hot": {50, 0, 50}}),
+			at(20, map[string]c{"hot": {60, 0, 50}}),
+			at(21, map[string]c{"hot": {70, 0, 50}}),
+		}, own, 0},
+		{"no interval after the end", []InstanceSample{
+			at(19, map[string]c{"hot": {0, 0, 0}}),
+			at(20.5, map[string]c{"hot": {10, 0, 0}}),
+		}, own, -1},
 	} {
-		if got := InstanceRecovery(pre, tc.samples, end); got != tc.want {
+		if got := ExcessRecovery(tc.samples, end, tc.capacity); got != tc.want {
 			t.Errorf("%s: recovery %v, want %v", tc.name, got, tc.want)
 		}
 	}
