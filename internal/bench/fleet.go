@@ -28,7 +28,7 @@ type Fleet struct {
 	rd    *fleetRedis
 	ctx   context.Context
 	probe *fleetProbe
-	own   *ownSampler // every instance's requests after the overload, for ExcessRecovery
+	own   *ownSampler // every instance's requests from the overload on, for ExcessRecovery
 	cmds  *cmdCounter // every instance's Redis commands
 
 	mu      sync.Mutex // guards the fields below
@@ -216,7 +216,7 @@ func (f *Fleet) Begin(start time.Time, d time.Duration) {
 	at := func(frac float64) time.Time { return start.Add(third + time.Duration(frac*float64(third))) }
 	// The probe's counts keep their times whatever the events' delays.
 	f.timeline(step{at(0), f.probe.surgeFrom}, step{at(1), f.probe.surgeTo})
-	f.timeline(step{at(1), f.own.surgeTo})
+	f.timeline(step{at(0), f.own.surgeFrom}, step{at(1), f.own.surgeTo})
 	f.timeline(step{at(0.2), func() { f.join(k) }}, step{at(0.45), f.killLeader}, step{at(0.7), func() { f.leave(k) }})
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -11,20 +12,23 @@ import (
 )
 
 // ownEvery is how often ownSampler reads every live instance's requests
-// after the overload: the intervals overload.ExcessRecovery judges.
+// from the overload's start: the intervals overload.ExcessRecovery and
+// overload.BeyondExcessPct judge.
 const ownEvery = time.Second
 
 // ownSampler keeps every live instance's throttled_requests_total, read
-// from its own registry at the overload's end and every ownEvery after,
-// for overload.ExcessRecovery.
+// from its own registry at the overload's start and end and every
+// ownEvery from its start, for overload.ExcessRecovery and
+// overload.BeyondExcessPct.
 type ownSampler struct {
 	f    *Fleet
 	done chan struct{}
 	ran  chan struct{}
 
-	mu      sync.Mutex // guards the fields below
-	start   time.Time  // of the run
-	from    time.Duration
+	mu      sync.Mutex    // guards the fields below
+	start   time.Time     // of the run
+	surge   time.Duration // the overload's start since start
+	from    time.Duration // its end; 0 before it
 	samples []overload.InstanceSample
 }
 
@@ -39,13 +43,22 @@ func (o *ownSampler) begin(start time.Time) {
 	o.mu.Unlock()
 }
 
-// surgeTo marks the overload's end and samples from then on until close.
+// surgeFrom marks the overload's start and samples from then on until
+// close.
+func (o *ownSampler) surgeFrom() {
+	o.mu.Lock()
+	o.surge = time.Since(o.start)
+	o.mu.Unlock()
+	o.sample()
+	go o.run()
+}
+
+// surgeTo marks the overload's end, with a sample.
 func (o *ownSampler) surgeTo() {
 	o.mu.Lock()
 	o.from = time.Since(o.start)
 	o.mu.Unlock()
 	o.sample()
-	go o.run()
 }
 
 func (o *ownSampler) run() {
@@ -82,10 +95,10 @@ func (o *ownSampler) sample() {
 	o.mu.Unlock()
 }
 
-// recovery is overload.ExcessRecovery of the samples, in seconds (-1:
-// not within the run), against each instance's own backend or the shared
-// one.
-func (o *ownSampler) recovery() float64 {
+// figures are overload.ExcessRecovery of the samples, in seconds (-1:
+// not within the run), and overload.BeyondExcessPct of the overload,
+// against each instance's own backend or the shared one.
+func (o *ownSampler) figures() (recovery, beyondPct float64) {
 	capacity := map[string]float64{"": o.f.spec.Scenario.Capacity}
 	if o.f.parts.PerInstance {
 		capacity = map[string]float64{}
@@ -99,11 +112,17 @@ func (o *ownSampler) recovery() float64 {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	d := overload.ExcessRecovery(o.samples, o.from, capacity)
-	if d < 0 {
-		return -1
+	if o.from == 0 {
+		return -1, -1
 	}
-	return roundS(d)
+	recovery, beyondPct = -1, overload.BeyondExcessPct(o.samples, o.surge, o.from, capacity)
+	if beyondPct >= 0 {
+		beyondPct = math.Round(beyondPct*100) / 100
+	}
+	if d := overload.ExcessRecovery(o.samples, o.from, capacity); d >= 0 {
+		recovery = roundS(d)
+	}
+	return recovery, beyondPct
 }
 
 // close stops the sampling, if it started.

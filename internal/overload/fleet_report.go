@@ -33,6 +33,12 @@ type FleetReport struct {
 	// too, so Report's RecoveryS (every multiplier at 1) is never within a
 	// run there.
 	ExcessRecoveryS float64 `json:"excess_recovery_s"`
+	// BeyondExcessPct is, of the requests sent in the overload, the
+	// percentage refused for load beyond their backend's excess over its
+	// capacity (and 10 % of that capacity): BeyondExcessPct; -1 if not
+	// measured. With per-instance backends, what instances were shed for
+	// another's hot backend rather than their own.
+	BeyondExcessPct float64 `json:"beyond_excess_pct"`
 	// Caps compares each capped tier's admitted rate with its cap.
 	Caps []TierCap `json:"caps,omitempty"`
 	// FineShedPct, per-instance backends only: of the requests sent in the
@@ -162,10 +168,10 @@ func (f *FleetReport) Line() string {
 	if f.ExcessRecoveryS >= 0 {
 		recovered = fmt.Sprintf("%.1f s", f.ExcessRecoveryS)
 	}
-	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; refusing only the backends' excess after %s; "+
+	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; refusing only the backends' excess after %s (beyond it in the overload %.1f%%); "+
 		"propagation p99 %.0f ms (max %.0f, %d publishes, period %.0f ms); caps: %s; fine instances: %s; "+
 		"redis cmds/s/instance idle %.1f surge %.1f, redis CPU idle %.1f%% surge %.1f%%; bench CPU idle %.2f, run %.2f cores",
-		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS, recovered,
+		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS, recovered, f.BeyondExcessPct,
 		f.PropagationP99MS, f.PropagationMaxMS, f.Publishes, f.PeriodMS, strings.Join(caps, "; "), fine,
 		f.Cost.IdleCmdsPerInstance, f.Cost.SurgeCmdsPerInstance, f.Cost.IdleRedisCPUPct, f.Cost.SurgeRedisCPUPct, f.Cost.IdleBenchCPUCores, f.CPUCoreShare)
 }

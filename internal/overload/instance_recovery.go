@@ -61,11 +61,60 @@ func ExcessRecovery(samples []InstanceSample, from time.Duration, capacity map[s
 	return samples[last].At - from
 }
 
+// BeyondExcessPct is, of the requests sent in the intervals between
+// samples within [from, to) (the overload), the percentage throttled
+// refused for load beyond their backend's excess and excessSlack of its
+// capacity, each interval and backend on its own (as ExcessRecovery judges
+// them); -1 without such an interval. With per-instance backends it is
+// what instances were shed beyond their own backend's need: for another's.
+func BeyondExcessPct(samples []InstanceSample, from, to time.Duration, capacity map[string]float64) float64 {
+	var beyond, sent float64
+	n := 0
+	for i := 1; i < len(samples); i++ {
+		if samples[i-1].At < from || samples[i].At > to {
+			continue
+		}
+		n++
+		for _, t := range tallies(samples[i-1], samples[i], capacity) {
+			serves := t.serves(capacity, samples[i].At-samples[i-1].At)
+			beyond += max(0, t.refused-max(0, t.offered-serves)-excessSlack*serves)
+			sent += t.sent
+		}
+	}
+	if n == 0 || sent == 0 {
+		return -1
+	}
+	return 100 * beyond / sent
+}
+
 // withinExcess tells whether, between samples a and b, what was refused for
 // load is within each backend's excess and slack.
 func withinExcess(a, b InstanceSample, capacity map[string]float64) bool {
-	dt := (b.At - a.At).Seconds()
-	type tally struct{ offered, refused float64 }
+	for _, t := range tallies(a, b, capacity) {
+		serves := t.serves(capacity, b.At-a.At)
+		if t.refused > max(0, t.offered-serves)+excessSlack*serves {
+			return false
+		}
+	}
+	return true
+}
+
+// tally is one backend's requests between two samples: all its instances
+// received, what they offered it (not refused for quota), and what they
+// refused for load.
+type tally struct {
+	backend                string
+	sent, offered, refused float64
+}
+
+// serves is how many requests the tally's backend serves in dt.
+func (t *tally) serves(capacity map[string]float64, dt time.Duration) float64 {
+	return capacity[t.backend] * dt.Seconds()
+}
+
+// tallies are the backends' tallies between samples a and b, of the
+// instances both have.
+func tallies(a, b InstanceSample, capacity map[string]float64) map[string]*tally {
 	by := map[string]*tally{}
 	for id, cb := range b.Counts {
 		ca, ok := a.Counts[id]
@@ -78,17 +127,12 @@ func withinExcess(a, b InstanceSample, capacity map[string]float64) bool {
 		}
 		t := by[key]
 		if t == nil {
-			t = &tally{}
+			t = &tally{backend: key}
 			by[key] = t
 		}
+		t.sent += cb.Received - ca.Received
 		t.offered += (cb.Received - cb.OverQuota) - (ca.Received - ca.OverQuota)
 		t.refused += cb.ForLoad - ca.ForLoad
 	}
-	for key, t := range by {
-		serves := capacity[key] * dt
-		if t.refused > max(0, t.offered-serves)+excessSlack*serves {
-			return false
-		}
-	}
-	return true
+	return by
 }

@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -67,5 +68,30 @@ func TestExcessRecoveryAllowsEachBackendsOwnExcess(t *testing.T) {
 		if got := ExcessRecovery(tc.samples, end, tc.capacity); got != tc.want {
 			t.Errorf("%s: recovery %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestBeyondExcessPctCountsOnlyWhatNoBackendNeeded: in the overload, what
+// an instance refuses up to its own backend's excess (and 10 % of its
+// capacity) is its own; the rest, here a fine instance shed for a hot
+// one, is counted against all that was sent.
+func TestBeyondExcessPctCountsOnlyWhatNoBackendNeeded(t *testing.T) {
+	type c = InstanceCounts
+	own := map[string]float64{"hot": 10, "fine": 10}
+	s := []InstanceSample{
+		{At: 9 * time.Second, Counts: map[string]c{"hot": {0, 0, 0}, "fine": {0, 0, 0}}},
+		{At: 10 * time.Second, Counts: map[string]c{"hot": {50, 0, 40}, "fine": {10, 0, 10}}}, // before the overload
+		{At: 11 * time.Second, Counts: map[string]c{"hot": {90, 0, 70}, "fine": {18, 0, 13}}},
+		{At: 12 * time.Second, Counts: map[string]c{"hot": {130, 10, 100}, "fine": {26, 0, 13}}},
+	}
+	// 10–11 s: hot offered 40, excess 30, slack 1, refused 30: none beyond;
+	// fine offered 8, excess 0, slack 1, refused 3: 2 beyond.
+	// 11–12 s: hot offered 30 (10 over quota), excess 20, slack 1, refused
+	// 30: 9 beyond; fine refused 0. Sent 40 + 8 + 40 + 8 = 96.
+	if got, want := BeyondExcessPct(s, 10*time.Second, 12*time.Second, own), 100*11/96.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("beyond the excess %.3f%%, want %.3f%%", got, want)
+	}
+	if got := BeyondExcessPct(s, 13*time.Second, 20*time.Second, own); got != -1 {
+		t.Errorf("without an interval: %v, want -1", got)
 	}
 }
