@@ -48,10 +48,10 @@ shape() { local v; v=$(col "$@"); if [ "$v" = "-1" ]; then echo "–"; else echo
 if [[ " $tables " == *" targets "* ]]; then
   for r in $(seq "$first" $((first + runs - 1))); do for n in $ns; do for b in $backends; do one "$n" "$b" "$r"; done; done; done
   echo
-  echo "| N | backend | premium % | goodput ·C | lowest 1 s ·C | recovery s | refusing only the backends' excess after s | refused beyond the backends' excess in the overload % | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
+  echo "| N | backend | premium % (servable at most) | goodput ·C | lowest 1 s ·C | recovery s | refusing only the backends' excess after s | refused beyond the backends' excess in the overload % | flips/min | free cap: s within 10 % / s | free admitted ÷ cap | propagation p99 ms | new leader s | fine instances' requests shed by the fleet % / gated % | bench CPU cores |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for n in $ns; do for b in $backends; do
-    echo "| $n | $b | $(col "$n" "$b" .phases.overload.premium_admitted_pct) | $(col "$n" "$b" .phases.overload.goodput_ratio) \
+    echo "| $n | $b | $(col "$n" "$b" .phases.overload.premium_admitted_pct) ($(col "$n" "$b" .fleet.premium_ceiling_pct)) | $(col "$n" "$b" .phases.overload.goodput_ratio) \
 | $(col "$n" "$b" .lowest_goodput_ratio) | $(recovery "$n" "$b") | $(recovery "$n" "$b" .fleet.excess_recovery_s) | $(col "$n" "$b" .fleet.beyond_excess_pct) | $(col "$n" "$b" .flips_per_min) \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .within_10pct] | first // 0)') / $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .seconds] | first // 0)') \
 | $(col "$n" "$b" '([.fleet.caps[]? | select(.tier=="free") | .median_ratio] | first // "-")') \

@@ -209,6 +209,6 @@ func ms1(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Mi
 // FleetReport is the fleet's figures for the run's report.
 func (f *Fleet) FleetReport(rep *overload.Report) *overload.FleetReport {
 	fr := f.probe.report(rep)
-	fr.ExcessRecoveryS, fr.BeyondExcessPct = f.own.figures()
+	fr.ExcessRecoveryS, fr.BeyondExcessPct, fr.PremiumCeilingPct = f.own.figures()
 	return fr
 }

@@ -96,9 +96,10 @@ func (o *ownSampler) sample() {
 }
 
 // figures are overload.ExcessRecovery of the samples, in seconds (-1:
-// not within the run), and overload.BeyondExcessPct of the overload,
+// not within the run), and overload.BeyondExcessPct and
+// overload.PremiumCeilingPct of the overload,
 // against each instance's own backend or the shared one.
-func (o *ownSampler) figures() (recovery, beyondPct float64) {
+func (o *ownSampler) figures() (recovery, beyondPct, premiumCeiling float64) {
 	capacity := map[string]float64{"": o.f.spec.Scenario.Capacity}
 	if o.f.parts.PerInstance {
 		capacity = map[string]float64{}
@@ -113,16 +114,23 @@ func (o *ownSampler) figures() (recovery, beyondPct float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.from == 0 {
-		return -1, -1
+		return -1, -1, -1
 	}
-	recovery, beyondPct = -1, overload.BeyondExcessPct(o.samples, o.surge, o.from, capacity)
-	if beyondPct >= 0 {
-		beyondPct = math.Round(beyondPct*100) / 100
-	}
+	recovery = -1
+	beyondPct = round2(overload.BeyondExcessPct(o.samples, o.surge, o.from, capacity))
+	premiumCeiling = round2(overload.PremiumCeilingPct(o.samples, o.surge, o.from, capacity))
 	if d := overload.ExcessRecovery(o.samples, o.from, capacity); d >= 0 {
 		recovery = roundS(d)
 	}
-	return recovery, beyondPct
+	return recovery, beyondPct, premiumCeiling
+}
+
+// round2 is x to two decimals, -1 as it is.
+func round2(x float64) float64 {
+	if x < 0 {
+		return x
+	}
+	return math.Round(x*100) / 100
 }
 
 // close stops the sampling, if it started.
@@ -137,7 +145,8 @@ func (o *ownSampler) close() {
 }
 
 // requestCounts is what throttled_requests_total in reg counts: every
-// request, those refused for quota and those refused for load.
+// request, those refused for quota, those refused for load and those of
+// the premium tier.
 func requestCounts(reg prometheus.Gatherer) overload.InstanceCounts {
 	var c overload.InstanceCounts
 	mfs, err := reg.Gather()
@@ -153,6 +162,8 @@ func requestCounts(reg prometheus.Gatherer) overload.InstanceCounts {
 			c.Received += v
 			for _, l := range m.GetLabel() {
 				switch {
+				case l.GetName() == "tier" && l.GetValue() == "premium":
+					c.Premium += v
 				case l.GetName() != "reason":
 				case l.GetValue() == instrument.ReasonOverQuota:
 					c.OverQuota += v

@@ -13,7 +13,8 @@ import (
 // TestOwnSamplerCountsEachLiveInstancesRefusals: a sample holds, for each
 // live member by its position, every request its
 // throttled_requests_total counted, those refused for quota and those
-// refused for load (shed, tier cap, gate); a gone member is left out.
+// refused for load (shed, tier cap, gate) and those of the premium tier;
+// a gone member is left out.
 func TestOwnSamplerCountsEachLiveInstancesRefusals(t *testing.T) {
 	newMember := func(live bool, counts map[string]int) *member {
 		reg := prometheus.NewRegistry()
@@ -24,6 +25,9 @@ func TestOwnSamplerCountsEachLiveInstancesRefusals(t *testing.T) {
 		for reason, n := range counts {
 			for range n {
 				rq.Count("free", 200, reason)
+			}
+			if reason == instrument.ReasonAdmitted {
+				rq.Count("premium", 200, reason)
 			}
 		}
 		return &member{live: live, reg: reg}
@@ -39,8 +43,8 @@ func TestOwnSamplerCountsEachLiveInstancesRefusals(t *testing.T) {
 	o.begin(time.Now())
 	o.sample()
 	want := map[string]overload.InstanceCounts{
-		"0": {Received: 16, OverQuota: 2, ForLoad: 8},
-		"2": {Received: 7},
+		"0": {Received: 17, OverQuota: 2, ForLoad: 8, Premium: 1},
+		"2": {Received: 8, Premium: 1},
 	}
 	if len(o.samples) != 1 || !maps.Equal(o.samples[0].Counts, want) {
 		t.Fatalf("samples %+v, want one of %v", o.samples, want)

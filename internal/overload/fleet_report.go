@@ -39,6 +39,11 @@ type FleetReport struct {
 	// measured. With per-instance backends, what instances were shed for
 	// another's hot backend rather than their own.
 	BeyondExcessPct float64 `json:"beyond_excess_pct"`
+	// PremiumCeilingPct is the most of the premium requests sent in the
+	// overload the backends could have served (PremiumCeilingPct): below
+	// 100 with per-instance backends when a busy instance's premium alone
+	// exceeds its own backend; -1 if not measured.
+	PremiumCeilingPct float64 `json:"premium_ceiling_pct"`
 	// Caps compares each capped tier's admitted rate with its cap.
 	Caps []TierCap `json:"caps,omitempty"`
 	// FineShedPct, per-instance backends only: of the requests sent in the
@@ -168,10 +173,10 @@ func (f *FleetReport) Line() string {
 	if f.ExcessRecoveryS >= 0 {
 		recovered = fmt.Sprintf("%.1f s", f.ExcessRecoveryS)
 	}
-	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; refusing only the backends' excess after %s (beyond it in the overload %.1f%%); "+
+	return fmt.Sprintf("  fleet: %d instances, backend %s, redis %s, skew %.1f×; %s; new leader after %.1f s; refusing only the backends' excess after %s (beyond it in the overload %.1f%%); premium servable at most %.1f%%; "+
 		"propagation p99 %.0f ms (max %.0f, %d publishes, period %.0f ms); caps: %s; fine instances: %s; "+
 		"redis cmds/s/instance idle %.1f surge %.1f, redis CPU idle %.1f%% surge %.1f%%; bench CPU idle %.2f, run %.2f cores",
-		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS, recovered, f.BeyondExcessPct,
+		f.Instances, f.Backend, f.Redis, f.Skew, strings.Join(ev, ", "), f.LeaderGapS, recovered, f.BeyondExcessPct, f.PremiumCeilingPct,
 		f.PropagationP99MS, f.PropagationMaxMS, f.Publishes, f.PeriodMS, strings.Join(caps, "; "), fine,
 		f.Cost.IdleCmdsPerInstance, f.Cost.SurgeCmdsPerInstance, f.Cost.IdleRedisCPUPct, f.Cost.SurgeRedisCPUPct, f.Cost.IdleBenchCPUCores, f.CPUCoreShare)
 }

@@ -8,6 +8,7 @@ import "time"
 // the inner loop's gate).
 type InstanceCounts struct {
 	Received, OverQuota, ForLoad float64
+	Premium                      float64 // received of the premium tier
 }
 
 // InstanceSample is every live instance's counts at At (since the run's
@@ -87,6 +88,29 @@ func BeyondExcessPct(samples []InstanceSample, from, to time.Duration, capacity 
 	return 100 * beyond / sent
 }
 
+// PremiumCeilingPct is the most of the premium tier's requests sent in
+// the intervals within [from, to) that the backends could have served, in
+// percent: each backend's premium up to its capacity in each interval,
+// had it served premium alone; -1 without premium requests there. With
+// per-instance backends a busy instance's premium can exceed its own
+// backend, and premium_admitted_pct is bounded by this.
+func PremiumCeilingPct(samples []InstanceSample, from, to time.Duration, capacity map[string]float64) float64 {
+	var servable, premium float64
+	for i := 1; i < len(samples); i++ {
+		if samples[i-1].At < from || samples[i].At > to {
+			continue
+		}
+		for _, t := range tallies(samples[i-1], samples[i], capacity) {
+			servable += min(t.premium, t.serves(capacity, samples[i].At-samples[i-1].At))
+			premium += t.premium
+		}
+	}
+	if premium == 0 {
+		return -1
+	}
+	return 100 * servable / premium
+}
+
 // withinExcess tells whether, between samples a and b, what was refused for
 // load is within each backend's excess and slack.
 func withinExcess(a, b InstanceSample, capacity map[string]float64) bool {
@@ -100,11 +124,11 @@ func withinExcess(a, b InstanceSample, capacity map[string]float64) bool {
 }
 
 // tally is one backend's requests between two samples: all its instances
-// received, what they offered it (not refused for quota), and what they
-// refused for load.
+// received, what they offered it (not refused for quota), what they
+// refused for load, and the premium tier's they received.
 type tally struct {
-	backend                string
-	sent, offered, refused float64
+	backend                         string
+	sent, offered, refused, premium float64
 }
 
 // serves is how many requests the tally's backend serves in dt.
@@ -131,6 +155,7 @@ func tallies(a, b InstanceSample, capacity map[string]float64) map[string]*tally
 			by[key] = t
 		}
 		t.sent += cb.Received - ca.Received
+		t.premium += cb.Premium - ca.Premium
 		t.offered += (cb.Received - cb.OverQuota) - (ca.Received - ca.OverQuota)
 		t.refused += cb.ForLoad - ca.ForLoad
 	}

@@ -27,42 +27,42 @@ func TestExcessRecoveryAllowsEachBackendsOwnExcess(t *testing.T) {
 		want     time.Duration
 	}{
 		{"the hot instance refuses its excess alone", []InstanceSample{
-			at(20, map[string]c{"hot": {100, 0, 50}, "fine": {50, 0, 0}}),
-			at(21, map[string]c{"hot": {125, 0, 65}, "fine": {58, 0, 0}}), // hot: 25 offered, 15 refused = its excess
-			at(22, map[string]c{"hot": {150, 0, 80}, "fine": {66, 0, 0}}),
+			at(20, map[string]c{"hot": {100, 0, 50, 0}, "fine": {50, 0, 0, 0}}),
+			at(21, map[string]c{"hot": {125, 0, 65, 0}, "fine": {58, 0, 0, 0}}), // hot: 25 offered, 15 refused = its excess
+			at(22, map[string]c{"hot": {150, 0, 80, 0}, "fine": {66, 0, 0, 0}}),
 		}, own, 0},
 		{"429s are not offered to the backend", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0}}),
-			at(21, map[string]c{"hot": {30, 10, 11}}), // 20 offered: excess 10, slack 1
+			at(20, map[string]c{"hot": {0, 0, 0, 0}}),
+			at(21, map[string]c{"hot": {30, 10, 11, 0}}), // 20 offered: excess 10, slack 1
 		}, own, 0},
 		{"refusing more than the excess until 22 s", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0}, "fine": {0, 0, 0}}),
-			at(21, map[string]c{"hot": {25, 0, 20}, "fine": {8, 0, 4}}),  // fine refuses 4 with no excess
-			at(22, map[string]c{"hot": {50, 0, 37}, "fine": {16, 0, 4}}), // hot refuses 17 of an excess of 15 (+1 slack)
-			at(23, map[string]c{"hot": {75, 0, 52}, "fine": {24, 0, 4}}),
+			at(20, map[string]c{"hot": {0, 0, 0, 0}, "fine": {0, 0, 0, 0}}),
+			at(21, map[string]c{"hot": {25, 0, 20, 0}, "fine": {8, 0, 4, 0}}),  // fine refuses 4 with no excess
+			at(22, map[string]c{"hot": {50, 0, 37, 0}, "fine": {16, 0, 4, 0}}), // hot refuses 17 of an excess of 15 (+1 slack)
+			at(23, map[string]c{"hot": {75, 0, 52, 0}, "fine": {24, 0, 4, 0}}),
 		}, own, 2 * time.Second},
 		{"still refusing more at the end", []InstanceSample{
-			at(20, map[string]c{"fine": {0, 0, 0}}),
-			at(21, map[string]c{"fine": {8, 0, 0}}),
-			at(22, map[string]c{"fine": {16, 0, 2}}),
+			at(20, map[string]c{"fine": {0, 0, 0, 0}}),
+			at(21, map[string]c{"fine": {8, 0, 0, 0}}),
+			at(22, map[string]c{"fine": {16, 0, 2, 0}}),
 		}, own, -1},
 		{"a shared backend is judged on the sum", []InstanceSample{
-			at(20, map[string]c{"a": {0, 0, 0}, "b": {0, 0, 0}}),
-			at(21, map[string]c{"a": {25, 0, 4}, "b": {5, 0, 7}}), // 30 offered to 20: excess 10, slack 2, refused 11
+			at(20, map[string]c{"a": {0, 0, 0, 0}, "b": {0, 0, 0, 0}}),
+			at(21, map[string]c{"a": {25, 0, 4, 0}, "b": {5, 0, 7, 0}}), // 30 offered to 20: excess 10, slack 2, refused 11
 		}, shared, 0},
 		{"a joiner and a leaver are not judged where they come and go", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0}, "gone": {0, 0, 0}}),
-			at(21, map[string]c{"hot": {10, 0, 0}, "new": {50, 0, 50}}),
+			at(20, map[string]c{"hot": {0, 0, 0, 0}, "gone": {0, 0, 0, 0}}),
+			at(21, map[string]c{"hot": {10, 0, 0, 0}, "new": {50, 0, 50, 0}}),
 		}, own, 0},
 		{"intervals of the overload are not judged", []InstanceSample{
-			at(18, map[string]c{"hot": {0, 0, 0}}),
-			at(19, map[string]c{"hot": {50, 0, 50}}),
-			at(20, map[string]c{"hot": {60, 0, 50}}),
-			at(21, map[string]c{"hot": {70, 0, 50}}),
+			at(18, map[string]c{"hot": {0, 0, 0, 0}}),
+			at(19, map[string]c{"hot": {50, 0, 50, 0}}),
+			at(20, map[string]c{"hot": {60, 0, 50, 0}}),
+			at(21, map[string]c{"hot": {70, 0, 50, 0}}),
 		}, own, 0},
 		{"no interval after the end", []InstanceSample{
-			at(19, map[string]c{"hot": {0, 0, 0}}),
-			at(20.5, map[string]c{"hot": {10, 0, 0}}),
+			at(19, map[string]c{"hot": {0, 0, 0, 0}}),
+			at(20.5, map[string]c{"hot": {10, 0, 0, 0}}),
 		}, own, -1},
 	} {
 		if got := ExcessRecovery(tc.samples, end, tc.capacity); got != tc.want {
@@ -79,10 +79,10 @@ func TestBeyondExcessPctCountsOnlyWhatNoBackendNeeded(t *testing.T) {
 	type c = InstanceCounts
 	own := map[string]float64{"hot": 10, "fine": 10}
 	s := []InstanceSample{
-		{At: 9 * time.Second, Counts: map[string]c{"hot": {0, 0, 0}, "fine": {0, 0, 0}}},
-		{At: 10 * time.Second, Counts: map[string]c{"hot": {50, 0, 40}, "fine": {10, 0, 10}}}, // before the overload
-		{At: 11 * time.Second, Counts: map[string]c{"hot": {90, 0, 70}, "fine": {18, 0, 13}}},
-		{At: 12 * time.Second, Counts: map[string]c{"hot": {130, 10, 100}, "fine": {26, 0, 13}}},
+		{At: 9 * time.Second, Counts: map[string]c{"hot": {0, 0, 0, 0}, "fine": {0, 0, 0, 0}}},
+		{At: 10 * time.Second, Counts: map[string]c{"hot": {50, 0, 40, 0}, "fine": {10, 0, 10, 0}}}, // before the overload
+		{At: 11 * time.Second, Counts: map[string]c{"hot": {90, 0, 70, 0}, "fine": {18, 0, 13, 0}}},
+		{At: 12 * time.Second, Counts: map[string]c{"hot": {130, 10, 100, 0}, "fine": {26, 0, 13, 0}}},
 	}
 	// 10–11 s: hot offered 40, excess 30, slack 1, refused 30: none beyond;
 	// fine offered 8, excess 0, slack 1, refused 3: 2 beyond.
@@ -93,5 +93,25 @@ func TestBeyondExcessPctCountsOnlyWhatNoBackendNeeded(t *testing.T) {
 	}
 	if got := BeyondExcessPct(s, 13*time.Second, 20*time.Second, own); got != -1 {
 		t.Errorf("without an interval: %v, want -1", got)
+	}
+}
+
+// TestPremiumCeilingPctBoundsWhatOwnBackendsCanServe: a hot instance whose
+// premium alone exceeds its own backend caps the fleet's premium; one
+// shared backend serves all of it.
+func TestPremiumCeilingPctBoundsWhatOwnBackendsCanServe(t *testing.T) {
+	s := []InstanceSample{
+		{At: 10 * time.Second, Counts: map[string]InstanceCounts{"hot": {}, "fine": {}}},
+		{At: 11 * time.Second, Counts: map[string]InstanceCounts{"hot": {Received: 40, Premium: 15}, "fine": {Received: 8, Premium: 5}}},
+	}
+	// hot: 15 premium, its backend serves 10; fine: 5 of 10. 15 of 20.
+	if got := PremiumCeilingPct(s, 10*time.Second, 11*time.Second, map[string]float64{"hot": 10, "fine": 10}); got != 75 {
+		t.Errorf("per-instance ceiling %v%%, want 75%%", got)
+	}
+	if got := PremiumCeilingPct(s, 10*time.Second, 11*time.Second, map[string]float64{"": 20}); got != 100 {
+		t.Errorf("shared ceiling %v%%, want 100%%", got)
+	}
+	if got := PremiumCeilingPct(s, 12*time.Second, 13*time.Second, map[string]float64{"": 20}); got != -1 {
+		t.Errorf("without premium: %v, want -1", got)
 	}
 }
