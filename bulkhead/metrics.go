@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/internal/promreg"
 )
 
 // Metric names: contracts with the dashboards and alert rules.
@@ -75,13 +76,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // register registers c, or returns the collector of the same type that is
 // already registered in its place.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if prev, ok := are.ExistingCollector.(C); ok {
-			return prev, nil
-		}
-	}
+	c, err := promreg.Shared(reg, c)
 	if err != nil {
 		return c, fmt.Errorf("bulkhead: registering metrics: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/internal/promreg"
 
 	"github.com/throttledhq/throttled/signals"
 )
@@ -170,13 +171,7 @@ func newConcurrencyMetrics(reg prometheus.Registerer, name string) (concurrencyM
 // shared registers c, or returns the collector of the same type already
 // registered in its place (by another loop).
 func shared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if prev, ok := are.ExistingCollector.(C); ok {
-			return prev, nil
-		}
-	}
+	c, err := promreg.Shared(reg, c)
 	if err != nil {
 		return c, fmt.Errorf("controller: registering metrics: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/throttledhq/throttled/internal/promreg"
 )
 
 // metrics counts reads by source, signal and result (a Reason).
@@ -23,16 +24,9 @@ func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
 		Name: "throttled_signals_reads_total",
 		Help: "Signal reads by source, signal and result (ok or why the value is invalid).",
 	}, []string{"source", "signal", "result"})
-	if err := reg.Register(cv); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, errors.Join(errors.New("signals: register metrics"), err)
-		}
-		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
-		if !ok {
-			return nil, errors.Join(errors.New("signals: register metrics"), err)
-		}
-		cv = existing
+	cv, err := promreg.Shared(reg, cv)
+	if err != nil {
+		return nil, errors.Join(errors.New("signals: register metrics"), err)
 	}
 	m.reads = cv
 	return m, nil
