@@ -32,7 +32,7 @@ type ConcurrencyLoop struct {
 	clock Clock
 	met   concurrencyMetrics
 	sat   *saturation // nil when the gate does not count refusals
-	cpu   CPUWaitReader
+	cpu   RunDelayReader
 	name  string
 	log   *slog.Logger
 	sum   limitSummary // touched only by Run
@@ -99,11 +99,11 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 
 func (l *ConcurrencyLoop) tick() {
 	n, avg, fastest, peak := l.gate.TakeWindow()
-	cpu := l.cpuWait()
+	delay := l.runDelay()
 	now := l.clock.Now()
 	l.mu.Lock()
 	prev := l.st.Permits()
-	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, CPUWait: cpu}, now)
+	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, RunDelay: delay}, now)
 	st := l.st
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())

@@ -154,27 +154,46 @@ throttled_inner_loop_steps_total{action="increase",name="upstream"} 1
 
 func prometheusFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// fixedCPUWait reads the same fraction every time.
-type fixedCPUWait float64
+// hostReading is a process's CPU wait as signals.SharedCPUWait reads it:
+// the fraction of its runnable time spent waiting, and the wait per time
+// slice, the same every time.
+type hostReading struct {
+	fraction float64
+	delay    time.Duration
+}
 
-func (f fixedCPUWait) Read() signals.Value { return signals.Value{V: float64(f), Valid: true} }
+func (h hostReading) Read() signals.Value { return signals.Value{V: h.fraction, Valid: true} }
+func (h hostReading) RunDelay() signals.Value {
+	return signals.Value{V: h.delay.Seconds(), Valid: true}
+}
 
 // TestConcurrencyLoopHoldsUnusedLimitWhileStarved: the loop passes the
-// process's CPU wait to the law with each window, so an unused limit holds
-// while the process is starved and decays when it is not.
+// process's run delay to the law with each window, so an unused limit
+// holds while the process is starved and decays when it is not. A fed
+// process that wakes its threads often waits as large a fraction of its
+// runnable time as a starved one (0.4–0.6 for the fleet bench at load 1
+// on 2 cores, 0.6–0.8 on a quarter of a core), so the fraction held the
+// decay on every window of a fed fleet; the wait per slice tells them
+// apart (30–180 µs fed, 310–1,040 µs starved).
 func TestConcurrencyLoopHoldsUnusedLimitWhileStarved(t *testing.T) {
 	windows := slices.Repeat([]Window{win(10, 20*ms, 3)}, 11) // the first is dropped
 	for _, c := range []struct {
-		wait float64
+		name string
+		host hostReading
 		want int
-	}{{0.5, 20}, {0.05, 12}} {
+	}{
+		{"starved", hostReading{0.7, 500 * time.Microsecond}, 20},
+		{"fed, quiet", hostReading{0.05, 20 * time.Microsecond}, 12},
+		{"fed, waking often", hostReading{0.45, 60 * time.Microsecond}, 12},
+	} {
 		gate := &fakeGate{windows: windows}
-		l, _, ctx := newConcurrencyHarness(t, 10, gate, nil, WithCPUWait(fixedCPUWait(c.wait)))
+		l, _, ctx := newConcurrencyHarness(t, 10, gate, nil, WithRunDelay(c.host))
 		if err := l.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := gate.limits[len(gate.limits)-1]; got != c.want {
-			t.Errorf("CPU wait %v, 3 of 20 in flight for 1 s: limit %d, want %d", c.wait, got, c.want)
+			t.Errorf("%s (CPU wait %v, %v a slice), 3 of 20 in flight for 1 s: limit %d, want %d",
+				c.name, c.host.fraction, c.host.delay, got, c.want)
 		}
 	}
 }

@@ -138,9 +138,9 @@
 // limit, unused, falls towards 2 × the most in flight + Allowance with
 // time constant [GradientSettings.DecayWindow], so that N instances behind
 // one upstream meet a surge at limits that follow their shares, not at
-// N × InitialLimit; not in a window whose [Window.CPUWait] is at or above
-// [GradientSettings.DecayStarvedAt] (a process short of CPU stalls its own
-// callers). A window with fewer than MinSamples samples holds. Behind a saturated upstream
+// N × InitialLimit; not in a window whose [Window.RunDelay] is at or above
+// [GradientSettings.DecayStarvedDelay] (a process short of CPU stalls its
+// own callers). A window with fewer than MinSamples samples holds. Behind a saturated upstream
 // (W workers) the law settles near W × (1 + Tolerance) + Allowance calls
 // in flight per instance.
 //

@@ -1,6 +1,9 @@
 package controller
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestGradientLimitFollowsTheCallsInFlight: a gate whose calls in flight
 // never come near its limit (one of many instances behind a balancer, its
@@ -33,7 +36,7 @@ func TestGradientLimitFollowsTheCallsInFlight(t *testing.T) {
 }
 
 // TestGradientUnusedLimitHoldsWhileStarved: while the process waits for a
-// CPU (Window.CPUWait at or above DecayStarvedAt) its callers stall and
+// CPU (Window.RunDelay at or above DecayStarvedDelay) its callers stall and
 // its calls in flight fall for want of CPU, not of demand: an unused limit
 // does not decay on such windows, and decays again once the CPU is back.
 // A single instance on a loaded host met the surge with a limit decayed in
@@ -42,17 +45,17 @@ func TestGradientUnusedLimitHoldsWhileStarved(t *testing.T) {
 	g := mustGradient(t, GradientSettings{})
 	st := g.Init(t0)
 	starved := win(10, 20*ms, 3)
-	starved.CPUWait = 0.2
+	starved.RunDelay = 250 * time.Microsecond
 	for i := 1; i <= 50; i++ {
 		st = g.Step(st, starved, tk(i))
 		if st.Limit != 20 || st.LastAction != ActionHold {
-			t.Fatalf("starved step %d (CPU wait 0.2): limit %.2f %v, want 20 hold", i, st.Limit, st.LastAction)
+			t.Fatalf("starved step %d (run delay 250µs): limit %.2f %v, want 20 hold", i, st.Limit, st.LastAction)
 		}
 	}
 	fed := win(10, 20*ms, 3)
-	fed.CPUWait = 0.19
+	fed.RunDelay = 249 * time.Microsecond
 	st = g.Step(st, fed, tk(51))
 	if st.Limit >= 20 || st.LastAction != ActionDecrease {
-		t.Errorf("CPU wait 0.19 after the starved windows: limit %.2f %v, want below 20, decrease", st.Limit, st.LastAction)
+		t.Errorf("run delay 249µs after the starved windows: limit %.2f %v, want below 20, decrease", st.Limit, st.LastAction)
 	}
 }
