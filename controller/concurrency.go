@@ -36,6 +36,7 @@ type ConcurrencyLoop struct {
 	name  string
 	log   *slog.Logger
 	sum   limitSummary // touched only by Run
+	top   int64        // the gate's TopAsked at the last step; touched only by Run
 
 	mu sync.Mutex // guards st for State
 	st GradientState
@@ -90,6 +91,7 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 	}
 	l.gate.SetLimit(l.State().Permits())
 	_, _, _, _ = l.gate.TakeWindow()
+	_ = l.topAsked()
 	l.met.observe(l.State())
 	for l.clock.Sleep(ctx, l.law.s.Interval) == nil {
 		l.tick()
@@ -99,11 +101,11 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 
 func (l *ConcurrencyLoop) tick() {
 	n, avg, fastest, peak := l.gate.TakeWindow()
-	delay := l.runDelay()
+	w := Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, TopAsked: l.topAsked(), RunDelay: l.runDelay()}
 	now := l.clock.Now()
 	l.mu.Lock()
 	prev := l.st.Permits()
-	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, RunDelay: delay}, now)
+	l.st = l.law.Step(l.st, w, now)
 	st := l.st
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())
@@ -113,6 +115,19 @@ func (l *ConcurrencyLoop) tick() {
 		asked, refused := rc.Refusals()
 		l.sat.update(asked, refused, now)
 	}
+}
+
+// topAsked is how many calls of priority 0 asked since the previous call
+// (0 if the gate does not count them).
+func (l *ConcurrencyLoop) topAsked() int {
+	tc, ok := l.gate.(TopCounter)
+	if !ok {
+		return 0
+	}
+	n := tc.TopAsked()
+	d := n - l.top
+	l.top = n
+	return int(max(d, 0))
 }
 
 // concurrencyMetrics are the series of one loop (one name label value).

@@ -197,3 +197,48 @@ func TestConcurrencyLoopHoldsUnusedLimitWhileStarved(t *testing.T) {
 		}
 	}
 }
+
+// topGate is a fakeGate that also counts priority-0 calls: TopAsked
+// answers tops[i] after the i-th TakeWindow (the last one past the end).
+type topGate struct {
+	fakeGate
+	tops []int64
+}
+
+func (g *topGate) TopAsked() int64 { return g.tops[min(g.takes, len(g.tops))-1] }
+
+// TestConcurrencyLoopKeepsRoomForTheTopPriority: the loop passes each
+// window's priority-0 calls (the gate's count since the last step; what
+// was counted before Run is dropped) to the law, so that at a latency the
+// gradient cuts, the limit stays at what 100 priority-0 calls a second
+// need at 100 ms, × (1 + Tolerance): 12.5, 13 permits; without them the
+// gradient cuts to 3.
+func TestConcurrencyLoopKeepsRoomForTheTopPriority(t *testing.T) {
+	law := mustGradient(t, GradientSettings{Target: 250 * ms})
+	// The baseline is learned at 20 ms, then the upstream answers in 100 ms.
+	windows := append([]Window{{}, win(10, 20*ms, 20)}, slices.Repeat([]Window{win(10, 100*ms, 20)}, 19)...)
+	for _, c := range []struct {
+		name string
+		tops []int64
+		want int
+	}{
+		{"10 priority-0 calls a window", []int64{5000, 5010, 5020, 5030, 5040, 5050, 5060, 5070, 5080, 5090, 5100,
+			5110, 5120, 5130, 5140, 5150, 5160, 5170, 5180, 5190, 5200}, 13},
+		{"none", slices.Repeat([]int64{5000}, 21), 3},
+	} {
+		gate := &topGate{fakeGate: fakeGate{windows: windows}, tops: c.tops}
+		ctx, cancel := context.WithCancel(context.Background())
+		l, err := NewConcurrencyLoop("upstream", law, gate, nil, &fakeClock{now: t0, ticks: 20, cancel: cancel},
+			WithRunDelay(hostReading{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := gate.limits[len(gate.limits)-1]; got != c.want {
+			t.Errorf("%s, 2 s at 100 ms: limit %d, want %d (limits %v)", c.name, got, c.want, gate.limits)
+		}
+	}
+}

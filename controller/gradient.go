@@ -10,21 +10,18 @@ import (
 // Defaults used for zero-valued fields of [GradientSettings]. They are
 // applied in one place, GradientSettings.withDefaults.
 const (
-	DefaultInterval       = 100 * time.Millisecond
-	DefaultMinLimit       = 2
-	DefaultMaxLimit       = 1000
-	DefaultInitialLimit   = 20
-	DefaultTolerance      = 0.25
-	DefaultQuiet          = 0.25
-	DefaultSmoothing      = 0.5
-	DefaultAllowance      = 1.0
-	DefaultBaselineWindow = 30 * time.Second
-	DefaultRelearnAfter   = 5 * time.Second
-	DefaultMinSamples     = 1
-	DefaultDecayWindow    = time.Second
-	// DefaultDecayStarvedDelay: on the 2-core bench host the fleet's
-	// process waited 30–180 µs per time slice fed (load ≤ 4, before the
-	// surge) and 310–1,040 µs on a quarter of a core.
+	DefaultInterval          = 100 * time.Millisecond
+	DefaultMinLimit          = 2
+	DefaultMaxLimit          = 1000
+	DefaultInitialLimit      = 20
+	DefaultTolerance         = 0.25
+	DefaultQuiet             = 0.25
+	DefaultSmoothing         = 0.5
+	DefaultAllowance         = 1.0
+	DefaultBaselineWindow    = 30 * time.Second
+	DefaultRelearnAfter      = 5 * time.Second
+	DefaultMinSamples        = 1
+	DefaultDecayWindow       = time.Second
 	DefaultDecayStarvedDelay = 250 * time.Microsecond
 )
 
@@ -187,9 +184,11 @@ type Window struct {
 	Avg         time.Duration // their average latency (upstream round trip)
 	Min         time.Duration // their shortest latency; 0 means unknown (Avg)
 	MaxInFlight int           // the most calls in flight at once
-	// RunDelay is how long this process's threads waited for a CPU per
-	// time slice during the window (signals.SharedCPUWait.RunDelay); 0 if
-	// unknown.
+	// TopAsked is how many calls of the most important priority (0) asked
+	// for a permit during the window, admitted or not; 0 if unknown.
+	TopAsked int
+	// RunDelay is how long this process's threads waited for a CPU per time
+	// slice in the window (signals.SharedCPUWait.RunDelay); 0 if unknown.
 	RunDelay time.Duration
 }
 
@@ -277,6 +276,7 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 	if unused && w.RunDelay < g.s.DecayStarvedDelay {
 		limit = g.decay(next.Limit, w.MaxInFlight, now.Sub(st.At))
 	}
+	limit = math.Max(limit, g.topRoom(w, now.Sub(st.At)))
 	limit = math.Max(float64(g.s.MinLimit), math.Min(float64(g.s.MaxLimit), limit))
 	switch {
 	case limit < next.Limit:
@@ -322,6 +322,25 @@ func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int
 		return limit, true
 	}
 	return est, false
+}
+
+// topRoom is the fewest permits the limit keeps within Target: what the
+// window's priority-0 calls need at its latency (Little's law, the latency
+// counted at most to Target / 2, which bounds the queue they may build
+// alone), × (1 + Tolerance). Under one latency the gradients of instances
+// behind one upstream settle at one limit whatever their shares, and the
+// busiest shed its priority-0 calls (premium, within quota) at its gate.
+// 0 above Target, without a Target, or without priority-0 calls.
+func (g *Gradient) topRoom(w Window, dt time.Duration) float64 {
+	t := g.s.Target
+	if t <= 0 || w.TopAsked <= 0 || w.Avg > t {
+		return 0
+	}
+	if dt <= 0 {
+		dt = g.s.Interval
+	}
+	rate := float64(w.TopAsked) / dt.Seconds()
+	return rate * min(w.Avg, t/2).Seconds() * (1 + g.s.Tolerance)
 }
 
 // decay is the limit of a gate whose calls stayed below three quarters of

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -57,5 +58,39 @@ func TestGradientUnusedLimitHoldsWhileStarved(t *testing.T) {
 	st = g.Step(st, fed, tk(51))
 	if st.Limit >= 20 || st.LastAction != ActionDecrease {
 		t.Errorf("run delay 249µs after the starved windows: limit %.2f %v, want below 20, decrease", st.Limit, st.LastAction)
+	}
+}
+
+// TestGradientKeepsRoomForTheTopPriority: the limit does not fall below
+// what the window's priority-0 calls need at its latency, × (1 +
+// Tolerance), the latency counted at most to Target / 2; above Target it
+// keeps nothing, and without a Target the count is not used.
+func TestGradientKeepsRoomForTheTopPriority(t *testing.T) {
+	g := mustGradient(t, GradientSettings{Target: 250 * ms})
+	st := GradientState{Limit: 4, Baseline: 20 * ms, At: tk(0)}
+	for _, c := range []struct {
+		lat  time.Duration
+		top  int
+		want float64
+	}{
+		{100 * ms, 10, 100 * 0.1 * 1.25},   // 100 calls/s at 100 ms
+		{200 * ms, 10, 100 * 0.125 * 1.25}, // the latency counted to 125 ms
+		{300 * ms, 10, 3},                  // above the target: the gradient's cut to 2, smoothed
+		{100 * ms, 0, 4*0.625 + 1},         // none of priority 0: the gradient's estimate, smoothed
+	} {
+		w := win(10, c.lat, 4)
+		w.TopAsked = c.top
+		got := g.Step(st, w, tk(1))
+		if c.top == 0 {
+			c.want = 4 + (c.want-4)*0.5
+		}
+		if math.Abs(got.Limit-c.want) > 1e-9 {
+			t.Errorf("%d priority-0 calls in 100 ms at %v: limit %.4f, want %.4f", c.top, c.lat, got.Limit, c.want)
+		}
+	}
+	w := win(10, 100*ms, 4)
+	w.TopAsked = 10
+	if got := mustGradient(t, GradientSettings{}).Step(st, w, tk(1)); got.Limit > 4 {
+		t.Errorf("without a target: limit %.4f, want the gradient's decrease from 4", got.Limit)
 	}
 }
