@@ -211,8 +211,8 @@ func (g *topGate) TopAsked() int64 { return g.tops[min(g.takes, len(g.tops))-1] 
 // window's priority-0 calls (the gate's count since the last step; what
 // was counted before Run is dropped) to the law, so that at a latency the
 // gradient cuts, the limit stays at what 100 priority-0 calls a second
-// need at 100 ms, × (1 + Tolerance): 12.5, 13 permits; without them the
-// gradient cuts to 3.
+// need at 100 ms (counted to Target × Quiet, 62.5 ms), × (1 + Tolerance):
+// 7.8, 8 permits; without them the gradient cuts to 3.
 func TestConcurrencyLoopKeepsRoomForTheTopPriority(t *testing.T) {
 	law := mustGradient(t, GradientSettings{Target: 250 * ms})
 	// The baseline is learned at 20 ms, then the upstream answers in 100 ms.
@@ -223,7 +223,7 @@ func TestConcurrencyLoopKeepsRoomForTheTopPriority(t *testing.T) {
 		want int
 	}{
 		{"10 priority-0 calls a window", []int64{5000, 5010, 5020, 5030, 5040, 5050, 5060, 5070, 5080, 5090, 5100,
-			5110, 5120, 5130, 5140, 5150, 5160, 5170, 5180, 5190, 5200}, 13},
+			5110, 5120, 5130, 5140, 5150, 5160, 5170, 5180, 5190, 5200}, 8},
 		{"none", slices.Repeat([]int64{5000}, 21), 3},
 	} {
 		gate := &topGate{fakeGate: fakeGate{windows: windows}, tops: c.tops}

@@ -142,7 +142,7 @@
 // [GradientSettings.DecayStarvedDelay] (a process short of CPU stalls its
 // own callers). Within Target the limit keeps the permits the window's
 // priority-0 calls need at its latency ([Window.TopAsked] per second ×
-// min(latency, Target / 2) × (1 + Tolerance)): under one latency the
+// min(latency, Target × Quiet) × (1 + Tolerance)): under one latency the
 // instances behind one upstream settle at one limit whatever their
 // shares, and the busiest would shed its premium calls at its gate. A
 // window with fewer than MinSamples samples holds. Behind a saturated

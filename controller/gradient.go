@@ -325,12 +325,13 @@ func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int
 }
 
 // topRoom is the fewest permits the limit keeps within Target: what the
-// window's priority-0 calls need at its latency (Little's law, the latency
-// counted at most to Target / 2, which bounds the queue they may build
-// alone), × (1 + Tolerance). Under one latency the gradients of instances
-// behind one upstream settle at one limit whatever their shares, and the
-// busiest shed its priority-0 calls (premium, within quota) at its gate.
-// 0 above Target, without a Target, or without priority-0 calls.
+// window's priority-0 calls need at its latency (Little's law), the
+// latency counted at most to Target × Quiet, × (1 + Tolerance). Under one
+// latency the gradients of instances behind one upstream settle at one
+// limit whatever their shares, and the busiest shed its priority-0 calls
+// (premium, within quota) at its gate. The bound keeps an instance whose
+// priority-0 calls alone fill the upstream near the quiet latency. 0
+// above Target, without a Target, or without priority-0 calls.
 func (g *Gradient) topRoom(w Window, dt time.Duration) float64 {
 	t := g.s.Target
 	if t <= 0 || w.TopAsked <= 0 || w.Avg > t {
@@ -339,8 +340,7 @@ func (g *Gradient) topRoom(w Window, dt time.Duration) float64 {
 	if dt <= 0 {
 		dt = g.s.Interval
 	}
-	rate := float64(w.TopAsked) / dt.Seconds()
-	return rate * min(w.Avg, t/2).Seconds() * (1 + g.s.Tolerance)
+	return float64(w.TopAsked) / dt.Seconds() * min(w.Avg, time.Duration(float64(t)*g.s.Quiet)).Seconds() * (1 + g.s.Tolerance)
 }
 
 // decay is the limit of a gate whose calls stayed below three quarters of

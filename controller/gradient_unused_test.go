@@ -63,8 +63,8 @@ func TestGradientUnusedLimitHoldsWhileStarved(t *testing.T) {
 
 // TestGradientKeepsRoomForTheTopPriority: the limit does not fall below
 // what the window's priority-0 calls need at its latency, × (1 +
-// Tolerance), the latency counted at most to Target / 2; above Target it
-// keeps nothing, and without a Target the count is not used.
+// Tolerance), the latency counted at most to Target × Quiet; above Target
+// it keeps nothing, and without a Target the count is not used.
 func TestGradientKeepsRoomForTheTopPriority(t *testing.T) {
 	g := mustGradient(t, GradientSettings{Target: 250 * ms})
 	st := GradientState{Limit: 4, Baseline: 20 * ms, At: tk(0)}
@@ -73,10 +73,10 @@ func TestGradientKeepsRoomForTheTopPriority(t *testing.T) {
 		top  int
 		want float64
 	}{
-		{100 * ms, 10, 100 * 0.1 * 1.25},   // 100 calls/s at 100 ms
-		{200 * ms, 10, 100 * 0.125 * 1.25}, // the latency counted to 125 ms
-		{300 * ms, 10, 3},                  // above the target: the gradient's cut to 2, smoothed
-		{100 * ms, 0, 4*0.625 + 1},         // none of priority 0: the gradient's estimate, smoothed
+		{50 * ms, 10, 100 * 0.05 * 1.25},    // 100 calls/s at 50 ms
+		{100 * ms, 10, 100 * 0.0625 * 1.25}, // the latency counted to 62.5 ms
+		{300 * ms, 10, 3},                   // above the target: the gradient's cut to 2, smoothed
+		{100 * ms, 0, 4*0.625 + 1},          // none of priority 0: the gradient's estimate, smoothed
 	} {
 		w := win(10, c.lat, 4)
 		w.TopAsked = c.top
