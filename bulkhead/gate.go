@@ -40,6 +40,7 @@ type Gate struct {
 	peak    atomic.Int64 // most permits held at once
 
 	asked, refused atomic.Int64 // calls to Acquire, and those refused (ErrShed), since the gate was made
+	topAsked       atomic.Int64 // calls to Acquire at priority 0 since the gate was made
 	cong           congestion   // the most important priority that waited long lately
 
 	name     string
@@ -120,6 +121,9 @@ func (g *Gate) Acquire(ctx context.Context, priority int) (Permit, error) {
 	}
 	g.asked.Add(1)
 	priority = max(priority, 0)
+	if priority == 0 {
+		g.topAsked.Add(1)
+	}
 	if g.cong.yields(priority, g.since) {
 		return Permit{}, g.refuse(priority)
 	}
@@ -215,6 +219,11 @@ func (g *Gate) observe(d time.Duration) {
 // of them were refused with ErrShed: the inner loop reads them as its
 // saturation.
 func (g *Gate) Refusals() (asked, refused int64) { return g.asked.Load(), g.refused.Load() }
+
+// TopAsked is how many calls of priority 0 (the most important) asked for
+// a permit since the gate was made, admitted or not: the inner loop keeps
+// the permits their rate needs at the upstream's latency.
+func (g *Gate) TopAsked() int64 { return g.topAsked.Load() }
 
 // refuse counts one call of priority p shed.
 func (g *Gate) refuse(p int) error {

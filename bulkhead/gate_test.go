@@ -324,3 +324,25 @@ func TestGateShrinkDuringAcquireAdmitsNothingAbove(t *testing.T) {
 		t.Errorf("err %v, %d in flight, peak %d; want 1 and 1", err, g.InFlight(), g.peak.Load())
 	}
 }
+
+// TestGateCountsTopPriorityCalls: TopAsked counts every call of priority 0
+// (a negative priority is 0), admitted or refused, and no other.
+func TestGateCountsTopPriorityCalls(t *testing.T) {
+	g := mustGate(t, GateSettings{Limit: 1, MaxWait: time.Millisecond, TopMaxWait: time.Millisecond}, nil)
+	held, err := g.Acquire(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	for _, p := range []int{-1, 1, 0, 2} { // all at the limit: shed
+		if _, err := g.Acquire(context.Background(), p); !errors.Is(err, ErrShed) {
+			t.Fatalf("priority %d at the limit: err = %v, want ErrShed", p, err)
+		}
+	}
+	if got := g.TopAsked(); got != 3 {
+		t.Errorf("TopAsked = %d after 3 calls of priority 0 (one admitted, one of priority -1) and 2 others, want 3", got)
+	}
+	if asked, refused := g.Refusals(); asked != 5 || refused != 4 {
+		t.Errorf("Refusals = %d asked, %d refused, want 5, 4", asked, refused)
+	}
+}

@@ -33,10 +33,11 @@ type ConcurrencyLoop struct {
 	clock Clock
 	met   concurrencyMetrics
 	sat   *saturation // nil when the gate does not count refusals
-	cpu   CPUWaitReader
+	cpu   RunDelayReader
 	name  string
 	log   *slog.Logger
 	sum   limitSummary // touched only by Run
+	top   int64        // the gate's TopAsked at the last step; touched only by Run
 
 	mu sync.Mutex // guards st for State
 	st GradientState
@@ -91,6 +92,7 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 	}
 	l.gate.SetLimit(l.State().Permits())
 	_, _, _, _ = l.gate.TakeWindow()
+	_ = l.topAsked()
 	l.met.observe(l.State())
 	for l.clock.Sleep(ctx, l.law.s.Interval) == nil {
 		l.tick()
@@ -100,11 +102,11 @@ func (l *ConcurrencyLoop) Run(ctx context.Context) error {
 
 func (l *ConcurrencyLoop) tick() {
 	n, avg, fastest, peak := l.gate.TakeWindow()
-	cpu := l.cpuWait()
+	w := Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, TopAsked: l.topAsked(), RunDelay: l.runDelay()}
 	now := l.clock.Now()
 	l.mu.Lock()
 	prev := l.st.Permits()
-	l.st = l.law.Step(l.st, Window{Samples: n, Avg: avg, Min: fastest, MaxInFlight: peak, CPUWait: cpu}, now)
+	l.st = l.law.Step(l.st, w, now)
 	st := l.st
 	l.mu.Unlock()
 	l.gate.SetLimit(st.Permits())
@@ -114,6 +116,19 @@ func (l *ConcurrencyLoop) tick() {
 		asked, refused := rc.Refusals()
 		l.sat.update(asked, refused, now)
 	}
+}
+
+// topAsked is how many calls of priority 0 asked since the previous call
+// (0 if the gate does not count them).
+func (l *ConcurrencyLoop) topAsked() int {
+	tc, ok := l.gate.(TopCounter)
+	if !ok {
+		return 0
+	}
+	n := tc.TopAsked()
+	d := n - l.top
+	l.top = n
+	return int(max(d, 0))
 }
 
 // concurrencyMetrics are the series of one loop (one name label value).

@@ -154,27 +154,91 @@ throttled_inner_loop_steps_total{action="increase",name="upstream"} 1
 
 func prometheusFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// fixedCPUWait reads the same fraction every time.
-type fixedCPUWait float64
+// hostReading is a process's CPU wait as signals.SharedCPUWait reads it:
+// the fraction of its runnable time spent waiting, and the wait per time
+// slice, the same every time.
+type hostReading struct {
+	fraction float64
+	delay    time.Duration
+}
 
-func (f fixedCPUWait) Read() signals.Value { return signals.Value{V: float64(f), Valid: true} }
+func (h hostReading) Read() signals.Value { return signals.Value{V: h.fraction, Valid: true} }
+func (h hostReading) RunDelay() signals.Value {
+	return signals.Value{V: h.delay.Seconds(), Valid: true}
+}
 
 // TestConcurrencyLoopHoldsUnusedLimitWhileStarved: the loop passes the
-// process's CPU wait to the law with each window, so an unused limit holds
-// while the process is starved and decays when it is not.
+// process's run delay to the law with each window, so an unused limit
+// holds while the process is starved and decays when it is not. A fed
+// process that wakes its threads often waits as large a fraction of its
+// runnable time as a starved one (0.4–0.6 for the fleet bench at load 1
+// on 2 cores, 0.6–0.8 on a quarter of a core), so the fraction held the
+// decay on every window of a fed fleet; the wait per slice tells them
+// apart (30–180 µs fed, 310–1,040 µs starved).
 func TestConcurrencyLoopHoldsUnusedLimitWhileStarved(t *testing.T) {
 	windows := slices.Repeat([]Window{win(10, 20*ms, 3)}, 11) // the first is dropped
 	for _, c := range []struct {
-		wait float64
+		name string
+		host hostReading
 		want int
-	}{{0.5, 20}, {0.05, 12}} {
+	}{
+		{"starved", hostReading{0.7, 500 * time.Microsecond}, 20},
+		{"fed, quiet", hostReading{0.05, 20 * time.Microsecond}, 12},
+		{"fed, waking often", hostReading{0.45, 60 * time.Microsecond}, 12},
+	} {
 		gate := &fakeGate{windows: windows}
-		l, _, ctx := newConcurrencyHarness(t, 10, gate, nil, WithCPUWait(fixedCPUWait(c.wait)))
+		l, _, ctx := newConcurrencyHarness(t, 10, gate, nil, WithRunDelay(c.host))
 		if err := l.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if got := gate.limits[len(gate.limits)-1]; got != c.want {
-			t.Errorf("CPU wait %v, 3 of 20 in flight for 1 s: limit %d, want %d", c.wait, got, c.want)
+			t.Errorf("%s (CPU wait %v, %v a slice), 3 of 20 in flight for 1 s: limit %d, want %d",
+				c.name, c.host.fraction, c.host.delay, got, c.want)
+		}
+	}
+}
+
+// topGate is a fakeGate that also counts priority-0 calls: TopAsked
+// answers tops[i] after the i-th TakeWindow (the last one past the end).
+type topGate struct {
+	fakeGate
+	tops []int64
+}
+
+func (g *topGate) TopAsked() int64 { return g.tops[min(g.takes, len(g.tops))-1] }
+
+// TestConcurrencyLoopKeepsRoomForTheTopPriority: the loop passes each
+// window's priority-0 calls (the gate's count since the last step; what
+// was counted before Run is dropped) to the law, so that at a latency the
+// gradient cuts, the limit stays at what 100 priority-0 calls a second
+// need at 100 ms (counted to Target × Quiet, 62.5 ms), × (1 + Tolerance):
+// 7.8, 8 permits; without them the gradient cuts to 3.
+func TestConcurrencyLoopKeepsRoomForTheTopPriority(t *testing.T) {
+	law := mustGradient(t, GradientSettings{Target: 250 * ms})
+	// The baseline is learned at 20 ms, then the upstream answers in 100 ms.
+	windows := append([]Window{{}, win(10, 20*ms, 20)}, slices.Repeat([]Window{win(10, 100*ms, 20)}, 19)...)
+	for _, c := range []struct {
+		name string
+		tops []int64
+		want int
+	}{
+		{"10 priority-0 calls a window", []int64{5000, 5010, 5020, 5030, 5040, 5050, 5060, 5070, 5080, 5090, 5100,
+			5110, 5120, 5130, 5140, 5150, 5160, 5170, 5180, 5190, 5200}, 8},
+		{"none", slices.Repeat([]int64{5000}, 21), 3},
+	} {
+		gate := &topGate{fakeGate: fakeGate{windows: windows}, tops: c.tops}
+		ctx, cancel := context.WithCancel(context.Background())
+		l, err := NewConcurrencyLoop("upstream", law, gate, nil, &fakeClock{now: t0, ticks: 20, cancel: cancel},
+			WithRunDelay(hostReading{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := gate.limits[len(gate.limits)-1]; got != c.want {
+			t.Errorf("%s, 2 s at 100 ms: limit %d, want %d (limits %v)", c.name, got, c.want, gate.limits)
 		}
 	}
 }

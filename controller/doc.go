@@ -138,11 +138,16 @@
 // limit, unused, falls towards 2 × the most in flight + Allowance with
 // time constant [GradientSettings.DecayWindow], so that N instances behind
 // one upstream meet a surge at limits that follow their shares, not at
-// N × InitialLimit; not in a window whose [Window.CPUWait] is at or above
-// [GradientSettings.DecayStarvedAt] (a process short of CPU stalls its own
-// callers). A window with fewer than MinSamples samples holds. Behind a saturated upstream
-// (W workers) the law settles near W × (1 + Tolerance) + Allowance calls
-// in flight per instance.
+// N × InitialLimit; not in a window whose [Window.RunDelay] is at or above
+// [GradientSettings.DecayStarvedDelay] (a process short of CPU stalls its
+// own callers). Within Target the limit keeps the permits the window's
+// priority-0 calls need at its latency ([Window.TopAsked] per second ×
+// min(latency, Target × Quiet) × (1 + Tolerance)): under one latency the
+// instances behind one upstream settle at one limit whatever their
+// shares, and the busiest would shed its premium calls at its gate. A
+// window with fewer than MinSamples samples holds. Behind a saturated
+// upstream (W workers) the law settles near W × (1 + Tolerance) +
+// Allowance calls in flight per instance.
 //
 // The baseline is the latency without queueing. Envoy measures it by
 // pinning the limit low from time to time; that would shed premium traffic

@@ -10,19 +10,19 @@ import (
 // Defaults used for zero-valued fields of [GradientSettings]. They are
 // applied in one place, GradientSettings.withDefaults.
 const (
-	DefaultInterval       = 100 * time.Millisecond
-	DefaultMinLimit       = 2
-	DefaultMaxLimit       = 1000
-	DefaultInitialLimit   = 20
-	DefaultTolerance      = 0.25
-	DefaultQuiet          = 0.25
-	DefaultSmoothing      = 0.5
-	DefaultAllowance      = 1.0
-	DefaultBaselineWindow = 30 * time.Second
-	DefaultRelearnAfter   = 5 * time.Second
-	DefaultMinSamples     = 1
-	DefaultDecayWindow    = time.Second
-	DefaultDecayStarvedAt = 0.2
+	DefaultInterval          = 100 * time.Millisecond
+	DefaultMinLimit          = 2
+	DefaultMaxLimit          = 1000
+	DefaultInitialLimit      = 20
+	DefaultTolerance         = 0.25
+	DefaultQuiet             = 0.25
+	DefaultSmoothing         = 0.5
+	DefaultAllowance         = 1.0
+	DefaultBaselineWindow    = 30 * time.Second
+	DefaultRelearnAfter      = 5 * time.Second
+	DefaultMinSamples        = 1
+	DefaultDecayWindow       = time.Second
+	DefaultDecayStarvedDelay = 250 * time.Microsecond
 )
 
 // The gradient is clamped into [minGradient, maxGradient] (as in Envoy's
@@ -102,15 +102,15 @@ type GradientSettings struct {
 	// instance's limit should stand above a quiet one's when the surge
 	// comes. 0 means DefaultDecayWindow.
 	DecayWindow time.Duration
-	// DecayStarvedAt: a window whose Window.CPUWait is at or above it does
-	// not decay the limit. A process short of CPU stalls its own callers,
-	// so its calls in flight fall for want of CPU, not of demand; a limit
-	// decayed on them meets the next surge small, with starved latencies
-	// above Target that only cut it further. On a host that keeps the
-	// process waiting this much all the time, unused limits stay where
-	// they are, as without the decay. In (0, 1]; 0 means
-	// DefaultDecayStarvedAt.
-	DecayStarvedAt float64
+	// DecayStarvedDelay: a window whose Window.RunDelay is at or above it
+	// does not decay the limit. A process short of CPU stalls its own
+	// callers, so its calls in flight fall for want of CPU, not of demand;
+	// a limit decayed on them meets the next surge small, with starved
+	// latencies above Target that only cut it further. On a host that
+	// keeps the process waiting this long all the time, unused limits stay
+	// where they are, as without the decay. Positive; 0 means
+	// DefaultDecayStarvedDelay.
+	DecayStarvedDelay time.Duration
 }
 
 // withDefaults returns s with every zero field replaced by its default.
@@ -124,6 +124,7 @@ func (s GradientSettings) withDefaults() GradientSettings {
 	def(&s.BaselineWindow, DefaultBaselineWindow)
 	def(&s.RelearnAfter, DefaultRelearnAfter)
 	def(&s.DecayWindow, DefaultDecayWindow)
+	def(&s.DecayStarvedDelay, DefaultDecayStarvedDelay)
 	for _, f := range []struct {
 		v *int
 		d int
@@ -139,7 +140,7 @@ func (s GradientSettings) withDefaults() GradientSettings {
 		v *float64
 		d float64
 	}{{&s.Tolerance, DefaultTolerance}, {&s.Smoothing, DefaultSmoothing}, {&s.Allowance, DefaultAllowance},
-		{&s.Quiet, DefaultQuiet}, {&s.DecayStarvedAt, DefaultDecayStarvedAt}} {
+		{&s.Quiet, DefaultQuiet}} {
 		if *f.v == 0 {
 			*f.v = f.d
 		}
@@ -173,7 +174,7 @@ func (s GradientSettings) Validate() error {
 	check(d.RelearnAfter > 0, "relearn_after", s.RelearnAfter, "must be positive")
 	check(d.MinSamples >= 1, "min_samples", s.MinSamples, "must be at least 1")
 	check(d.DecayWindow > 0, "decay_window", s.DecayWindow, "must be positive")
-	check(d.DecayStarvedAt > 0 && d.DecayStarvedAt <= 1, "decay_starved_at", s.DecayStarvedAt, "must be in (0, 1]")
+	check(d.DecayStarvedDelay > 0, "decay_starved_delay", s.DecayStarvedDelay, "must be positive")
 	return errors.Join(errs...)
 }
 
@@ -183,9 +184,12 @@ type Window struct {
 	Avg         time.Duration // their average latency (upstream round trip)
 	Min         time.Duration // their shortest latency; 0 means unknown (Avg)
 	MaxInFlight int           // the most calls in flight at once
-	// CPUWait is the fraction of this process's runnable time spent
-	// waiting for a CPU during the window (signals.CPUWait); 0 if unknown.
-	CPUWait float64
+	// TopAsked is how many calls of the most important priority (0) asked
+	// for a permit during the window, admitted or not; 0 if unknown.
+	TopAsked int
+	// RunDelay is how long this process's threads waited for a CPU per time
+	// slice in the window (signals.SharedCPUWait.RunDelay); 0 if unknown.
+	RunDelay time.Duration
 }
 
 // GradientState is what the concurrency law carries from one step to the
@@ -269,9 +273,10 @@ func (g *Gradient) Step(st GradientState, w Window, now time.Time) GradientState
 	}
 	est, unused := g.estimate(next.Limit, base, lat, w.MaxInFlight)
 	limit := next.Limit + (est-next.Limit)*g.s.Smoothing
-	if unused && w.CPUWait < g.s.DecayStarvedAt {
+	if unused && w.RunDelay < g.s.DecayStarvedDelay {
 		limit = g.decay(next.Limit, w.MaxInFlight, now.Sub(st.At))
 	}
+	limit = math.Max(limit, g.topRoom(w, now.Sub(st.At)))
 	limit = math.Max(float64(g.s.MinLimit), math.Min(float64(g.s.MaxLimit), limit))
 	switch {
 	case limit < next.Limit:
@@ -317,6 +322,25 @@ func (g *Gradient) estimate(limit float64, base, lat time.Duration, inflight int
 		return limit, true
 	}
 	return est, false
+}
+
+// topRoom is the fewest permits the limit keeps within Target: what the
+// window's priority-0 calls need at its latency (Little's law), the
+// latency counted at most to Target × Quiet, × (1 + Tolerance). Under one
+// latency the gradients of instances behind one upstream settle at one
+// limit whatever their shares, and the busiest shed its priority-0 calls
+// (premium, within quota) at its gate. The bound keeps an instance whose
+// priority-0 calls alone fill the upstream near the quiet latency. 0
+// above Target, without a Target, or without priority-0 calls.
+func (g *Gradient) topRoom(w Window, dt time.Duration) float64 {
+	t := g.s.Target
+	if t <= 0 || w.TopAsked <= 0 || w.Avg > t {
+		return 0
+	}
+	if dt <= 0 {
+		dt = g.s.Interval
+	}
+	return float64(w.TopAsked) / dt.Seconds() * min(w.Avg, time.Duration(float64(t)*g.s.Quiet)).Seconds() * (1 + g.s.Tolerance)
 }
 
 // decay is the limit of a gate whose calls stayed below three quarters of

@@ -22,6 +22,8 @@ type simCall struct {
 
 type simGate struct {
 	rate     func(t time.Duration) float64 // offered calls per second at t
+	top      float64                       // of which of priority 0, per second
+	topAsked int                           // in the current window
 	inflight int
 	peak     int
 	n        int
@@ -86,7 +88,11 @@ func (s *sim) run(d time.Duration) {
 	for t := s.tick; t <= d; t += s.tick {
 		s.complete(t)
 		for i, g := range s.gates {
-			if s.rng.Float64() < g.rate(t)*s.tick.Seconds() && g.inflight < g.st.Permits() {
+			r := s.rng.Float64()
+			if r < g.top*s.tick.Seconds() {
+				g.topAsked++
+			}
+			if r < g.rate(t)*s.tick.Seconds() && g.inflight < g.st.Permits() {
 				g.inflight++
 				g.admitted++
 				g.peak = max(g.peak, g.inflight)
@@ -130,13 +136,13 @@ func (s *sim) dispatch(t time.Duration) {
 
 func (s *sim) step(t time.Duration) {
 	for i, g := range s.gates {
-		w := Window{Samples: g.n, Min: g.fastest, MaxInFlight: g.peak}
+		w := Window{Samples: g.n, Min: g.fastest, MaxInFlight: g.peak, TopAsked: g.topAsked}
 		if g.n > 0 {
 			w.Avg = g.sum / time.Duration(g.n)
 		}
 		g.st = s.g.Step(g.st, w, t0.Add(t))
 		s.log[i] = append(s.log[i], simWindow{at: t, limit: g.st.Permits(), latency: w.Avg, done: g.n, peak: g.peak})
-		g.n, g.sum, g.fastest, g.peak = 0, 0, 0, g.inflight
+		g.n, g.sum, g.fastest, g.peak, g.topAsked = 0, 0, 0, g.inflight, 0
 	}
 }
 

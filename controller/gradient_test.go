@@ -249,7 +249,7 @@ func TestGradientRelearnsBaselineAtMinLimit(t *testing.T) {
 func TestGradientSettingsDefaults(t *testing.T) {
 	g := mustGradient(t, GradientSettings{})
 	want := GradientSettings{Interval: 100 * ms, MinLimit: 2, MaxLimit: 1000, InitialLimit: 20, Tolerance: 0.25,
-		Smoothing: 0.5, Allowance: 1, Quiet: 0.25, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1, DecayWindow: s, DecayStarvedAt: 0.2}
+		Smoothing: 0.5, Allowance: 1, Quiet: 0.25, BaselineWindow: 30 * s, RelearnAfter: 5 * s, MinSamples: 1, DecayWindow: s, DecayStarvedDelay: 250 * time.Microsecond}
 	if got := g.Settings(); got != want {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}

@@ -1,6 +1,10 @@
 package controller
 
-import "testing"
+import (
+	"math"
+	"testing"
+	"time"
+)
 
 // TestGradientLimitFollowsTheCallsInFlight: a gate whose calls in flight
 // never come near its limit (one of many instances behind a balancer, its
@@ -33,7 +37,7 @@ func TestGradientLimitFollowsTheCallsInFlight(t *testing.T) {
 }
 
 // TestGradientUnusedLimitHoldsWhileStarved: while the process waits for a
-// CPU (Window.CPUWait at or above DecayStarvedAt) its callers stall and
+// CPU (Window.RunDelay at or above DecayStarvedDelay) its callers stall and
 // its calls in flight fall for want of CPU, not of demand: an unused limit
 // does not decay on such windows, and decays again once the CPU is back.
 // A single instance on a loaded host met the surge with a limit decayed in
@@ -42,17 +46,51 @@ func TestGradientUnusedLimitHoldsWhileStarved(t *testing.T) {
 	g := mustGradient(t, GradientSettings{})
 	st := g.Init(t0)
 	starved := win(10, 20*ms, 3)
-	starved.CPUWait = 0.2
+	starved.RunDelay = 250 * time.Microsecond
 	for i := 1; i <= 50; i++ {
 		st = g.Step(st, starved, tk(i))
 		if st.Limit != 20 || st.LastAction != ActionHold {
-			t.Fatalf("starved step %d (CPU wait 0.2): limit %.2f %v, want 20 hold", i, st.Limit, st.LastAction)
+			t.Fatalf("starved step %d (run delay 250µs): limit %.2f %v, want 20 hold", i, st.Limit, st.LastAction)
 		}
 	}
 	fed := win(10, 20*ms, 3)
-	fed.CPUWait = 0.19
+	fed.RunDelay = 249 * time.Microsecond
 	st = g.Step(st, fed, tk(51))
 	if st.Limit >= 20 || st.LastAction != ActionDecrease {
-		t.Errorf("CPU wait 0.19 after the starved windows: limit %.2f %v, want below 20, decrease", st.Limit, st.LastAction)
+		t.Errorf("run delay 249µs after the starved windows: limit %.2f %v, want below 20, decrease", st.Limit, st.LastAction)
+	}
+}
+
+// TestGradientKeepsRoomForTheTopPriority: the limit does not fall below
+// what the window's priority-0 calls need at its latency, × (1 +
+// Tolerance), the latency counted at most to Target × Quiet; above Target
+// it keeps nothing, and without a Target the count is not used.
+func TestGradientKeepsRoomForTheTopPriority(t *testing.T) {
+	g := mustGradient(t, GradientSettings{Target: 250 * ms})
+	st := GradientState{Limit: 4, Baseline: 20 * ms, At: tk(0)}
+	for _, c := range []struct {
+		lat  time.Duration
+		top  int
+		want float64
+	}{
+		{50 * ms, 10, 100 * 0.05 * 1.25},    // 100 calls/s at 50 ms
+		{100 * ms, 10, 100 * 0.0625 * 1.25}, // the latency counted to 62.5 ms
+		{300 * ms, 10, 3},                   // above the target: the gradient's cut to 2, smoothed
+		{100 * ms, 0, 4*0.625 + 1},          // none of priority 0: the gradient's estimate, smoothed
+	} {
+		w := win(10, c.lat, 4)
+		w.TopAsked = c.top
+		got := g.Step(st, w, tk(1))
+		if c.top == 0 {
+			c.want = 4 + (c.want-4)*0.5
+		}
+		if math.Abs(got.Limit-c.want) > 1e-9 {
+			t.Errorf("%d priority-0 calls in 100 ms at %v: limit %.4f, want %.4f", c.top, c.lat, got.Limit, c.want)
+		}
+	}
+	w := win(10, 100*ms, 4)
+	w.TopAsked = 10
+	if got := mustGradient(t, GradientSettings{}).Step(st, w, tk(1)); got.Limit > 4 {
+		t.Errorf("without a target: limit %.4f, want the gradient's decrease from 4", got.Limit)
 	}
 }

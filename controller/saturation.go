@@ -14,6 +14,13 @@ type RefusalCounter interface {
 	Refusals() (asked, refused int64)
 }
 
+// TopCounter is optionally implemented by a [Gate]: how many calls of
+// priority 0 asked for a permit since it was made (Window.TopAsked is the
+// difference over a window). bulkhead.Gate implements it.
+type TopCounter interface {
+	TopAsked() int64
+}
+
 // SaturationMetric is the gauge of the inner loop's saturation: the
 // fraction of calls its limit refused over the last SaturationWindow. The
 // outer loop reads it as its saturation signal, so that a cut the inner

@@ -16,12 +16,20 @@ import (
 // is safe for concurrent use; readers share the window.
 type CPUWait struct {
 	mu     sync.Mutex
-	sample func() (run, wait time.Duration, ok bool)
+	sample func() schedSample
 	now    func() time.Time
 	read   bool
-	run    time.Duration
-	wait   time.Duration
+	last   schedSample
 	recent []float64 // the last UsualReads valid fractions, oldest first
+}
+
+// schedSample is the scheduler's times summed over the process's threads:
+// on a CPU, waiting on a run queue, and the time slices run (each one a
+// wait for a CPU that ended). ok is false where they are not available.
+type schedSample struct {
+	run, wait time.Duration
+	slices    int64
+	ok        bool
 }
 
 // UsualReads is how many of the last valid reads Usual looks back over.
@@ -34,27 +42,46 @@ func NewCPUWait() *CPUWait { return &CPUWait{sample: schedTimes, now: time.Now} 
 // previous Read: NoBaseline the first time, NoData when the threads
 // neither ran nor waited, Unsupported where the times are not available.
 func (c *CPUWait) Read() Value {
+	f, _ := c.ReadWindow()
+	return f
+}
+
+// ReadWindow is Read's fraction and, from the same window, the run delay:
+// the threads' mean wait on a run queue per time slice, in seconds (NoData
+// when no slice was run). The fraction grows with how often the threads
+// wake as much as with how long each wakeup waits: on a 2-core host at
+// load 1, a process that wakes its threads tens of thousands of times a
+// second waits 0.4–0.6 of its runnable time, as much as one starved on a
+// quarter of a core (0.6–0.8). The run delay is the wait of one wakeup:
+// tens of microseconds while a CPU is free, a good part of another task's
+// time slice once none is.
+func (c *CPUWait) ReadWindow() (fraction, delay Value) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	run, wait, ok := c.sample()
+	s := c.sample()
 	now := c.now()
-	if !ok {
-		return invalid(Unsupported, now, nil)
+	if !s.ok {
+		return invalid(Unsupported, now, nil), invalid(Unsupported, now, nil)
 	}
-	first, dr, dw := !c.read, run-c.run, wait-c.wait
-	c.read, c.run, c.wait = true, run, wait
+	first, prev := !c.read, c.last
+	c.read, c.last = true, s
+	dr, dw, dn := s.run-prev.run, s.wait-prev.wait, s.slices-prev.slices
 	switch {
 	case first:
-		return invalid(NoBaseline, now, nil)
+		return invalid(NoBaseline, now, nil), invalid(NoBaseline, now, nil)
 	case dr < 0 || dw < 0 || dr+dw <= 0: // threads that ended took their times along
-		return invalid(NoData, now, nil)
+		return invalid(NoData, now, nil), invalid(NoData, now, nil)
 	}
 	f := float64(dw) / float64(dr+dw)
 	if len(c.recent) == UsualReads {
 		c.recent = c.recent[1:]
 	}
 	c.recent = append(c.recent, f)
-	return valid(f, now)
+	delay = invalid(NoData, now, nil)
+	if dn > 0 {
+		delay = valid(dw.Seconds()/float64(dn), now)
+	}
+	return valid(f, now), delay
 }
 
 // Usual is the least fraction of the last UsualReads valid reads (0 before

@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// schedTimes sums the time on a CPU and the time waiting on a run queue
-// of every thread of this process (schedstat's first two fields, ns).
-func schedTimes() (run, wait time.Duration, ok bool) {
+// schedTimes sums the time on a CPU, the time waiting on a run queue and
+// the time slices run of every thread of this process (schedstat's three
+// fields: ns, ns, count).
+func schedTimes() (s schedSample) {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		return 0, 0, false
+		return s
 	}
 	for _, t := range tasks {
 		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
@@ -20,16 +21,17 @@ func schedTimes() (run, wait time.Duration, ok bool) {
 			continue // the thread ended meanwhile
 		}
 		f := strings.Fields(string(b))
-		if len(f) < 2 {
-			return 0, 0, false
+		if len(f) < 3 {
+			return schedSample{}
 		}
 		r, err1 := strconv.ParseInt(f[0], 10, 64)
 		w, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return 0, 0, false
+		n, err3 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return schedSample{}
 		}
-		run, wait = run+time.Duration(r), wait+time.Duration(w)
-		ok = true
+		s.run, s.wait, s.slices = s.run+time.Duration(r), s.wait+time.Duration(w), s.slices+n
+		s.ok = true
 	}
-	return run, wait, ok
+	return s
 }

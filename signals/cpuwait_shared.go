@@ -19,9 +19,10 @@ type SharedCPUWait struct {
 	c     *CPUWait
 	every time.Duration
 
-	mu   sync.Mutex
-	last Value
-	has  bool
+	mu    sync.Mutex
+	last  Value
+	delay Value // the run delay of last's window
+	has   bool
 }
 
 // NewSharedCPUWait returns a shared reader of c whose windows are at
@@ -42,11 +43,25 @@ func ProcessCPUWait() *SharedCPUWait { return processCPUWait() }
 // CPU over the last window (see CPUWait.Read): a new window if the last
 // began `every` or longer ago, else the last one's value.
 func (s *SharedCPUWait) Read() Value {
+	f, _ := s.window()
+	return f
+}
+
+// RunDelay is the run delay (CPUWait.ReadWindow) of the same window as
+// Read: the threads' mean wait for a CPU per time slice, in seconds.
+func (s *SharedCPUWait) RunDelay() Value {
+	_, d := s.window()
+	return d
+}
+
+// window is the current window's fraction and run delay, taking a new
+// window if the last began `every` or longer ago.
+func (s *SharedCPUWait) window() (fraction, delay Value) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.has && s.c.now().Sub(s.last.At) < s.every {
-		return s.last
+	if !s.has || s.c.now().Sub(s.last.At) >= s.every {
+		s.last, s.delay = s.c.ReadWindow()
+		s.has = true
 	}
-	s.last, s.has = s.c.Read(), true
-	return s.last
+	return s.last, s.delay
 }
