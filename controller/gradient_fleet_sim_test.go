@@ -21,11 +21,7 @@ var fleetShares = []float64{0.355, 0.142, 0.118, 0.098, 0.082, 0.068, 0.057, 0.0
 func TestGradientFleetMeetsTheSurgeAtLimitsFollowingShares(t *testing.T) {
 	g := mustGradient(t, GradientSettings{Target: 250 * ms})
 	const at = 5 * time.Second
-	var rates []func(time.Duration) float64
-	for _, sh := range fleetShares {
-		sh /= 1.039
-		rates = append(rates, surge(0.79*400*sh, 3*400*sh, at))
-	}
+	rates := fleetSurge(at)
 	s := newSim(g, simWorkers, simService, rates...)
 	s.run(at + time.Second)
 	limits := make([]int, len(s.gates))
@@ -66,11 +62,7 @@ func TestGradientFleetMeetsTheSurgeAtLimitsFollowingShares(t *testing.T) {
 func TestGradientFleetCarriesEachGatesTopPriority(t *testing.T) {
 	g := mustGradient(t, GradientSettings{Target: 250 * ms})
 	const at = 5 * time.Second
-	var rates []func(time.Duration) float64
-	for _, sh := range fleetShares {
-		sh /= 1.039
-		rates = append(rates, surge(0.79*400*sh, 3*400*sh, at))
-	}
+	rates := fleetSurge(at)
 	s := newSim(g, simWorkers, simService, rates...)
 	for i, sh := range fleetShares {
 		s.gates[i].top = 0.5 * 400 * sh / 1.039
@@ -109,4 +101,15 @@ func TestGradientTopPriorityAloneStaysNearQuiet(t *testing.T) {
 	if st.meanLatency > 90*ms || st.maxLatency > 125*ms {
 		t.Errorf("latency %v on average, up to %v in a window; want at most 90ms and 125ms", st.meanLatency, st.maxLatency)
 	}
+}
+
+// fleetSurge is each gate's offered rate in the fleet's surge from at:
+// its share of 0.79 × capacity, then of 3 × capacity.
+func fleetSurge(at time.Duration) []func(time.Duration) float64 {
+	var rates []func(time.Duration) float64
+	for _, sh := range fleetShares {
+		sh /= 1.039
+		rates = append(rates, surge(0.79*400*sh, 3*400*sh, at))
+	}
+	return rates
 }

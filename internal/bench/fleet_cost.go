@@ -82,26 +82,8 @@ func (p *fleetProbe) sheds() map[*member]shedSnap {
 	p.f.mu.Unlock()
 	out := map[*member]shedSnap{}
 	for _, m := range ms {
-		s := shedSnap{}
-		mfs, _ := m.reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() != "throttled_requests_total" {
-				continue
-			}
-			for _, x := range mf.GetMetric() {
-				v := x.GetCounter().GetValue()
-				s.sent += v
-				for _, l := range x.GetLabel() {
-					switch {
-					case l.GetName() != "reason":
-					case l.GetValue() == "shed" || l.GetValue() == "tier_cap":
-						s.shed += v
-					case l.GetValue() == "concurrency":
-						s.gated += v
-					}
-				}
-			}
-		}
+		c := requestCounts(m.reg)
+		s := shedSnap{sent: c.Received, shed: c.ForLoad - c.Gated, gated: c.Gated}
 		if m.be != nil {
 			s.over = float64(m.be.Counts().Overloaded)
 		}

@@ -145,8 +145,8 @@ func (o *ownSampler) close() {
 }
 
 // requestCounts is what throttled_requests_total in reg counts: every
-// request, those refused for quota, those refused for load and those of
-// the premium tier.
+// request, those refused for quota, those refused for load (and of them
+// by the gate) and those of the premium tier.
 func requestCounts(reg prometheus.Gatherer) overload.InstanceCounts {
 	var c overload.InstanceCounts
 	mfs, err := reg.Gather()
@@ -167,9 +167,11 @@ func requestCounts(reg prometheus.Gatherer) overload.InstanceCounts {
 				case l.GetName() != "reason":
 				case l.GetValue() == instrument.ReasonOverQuota:
 					c.OverQuota += v
-				case l.GetValue() == instrument.ReasonShed || l.GetValue() == instrument.ReasonTierCap ||
-					l.GetValue() == instrument.ReasonConcurrency:
+				case l.GetValue() == instrument.ReasonShed || l.GetValue() == instrument.ReasonTierCap:
 					c.ForLoad += v
+				case l.GetValue() == instrument.ReasonConcurrency:
+					c.ForLoad += v
+					c.Gated += v
 				}
 			}
 		}

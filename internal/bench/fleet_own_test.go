@@ -43,7 +43,7 @@ func TestOwnSamplerCountsEachLiveInstancesRefusals(t *testing.T) {
 	o.begin(time.Now())
 	o.sample()
 	want := map[string]overload.InstanceCounts{
-		"0": {Received: 17, OverQuota: 2, ForLoad: 8, Premium: 1},
+		"0": {Received: 17, OverQuota: 2, ForLoad: 8, Gated: 4, Premium: 1},
 		"2": {Received: 8, Premium: 1},
 	}
 	if len(o.samples) != 1 || !maps.Equal(o.samples[0].Counts, want) {

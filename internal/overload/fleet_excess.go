@@ -8,6 +8,7 @@ import "time"
 // the inner loop's gate).
 type InstanceCounts struct {
 	Received, OverQuota, ForLoad float64
+	Gated                        float64 // of ForLoad, refused by the inner loop's gate
 	Premium                      float64 // received of the premium tier
 }
 

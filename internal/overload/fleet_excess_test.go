@@ -27,42 +27,42 @@ func TestExcessRecoveryAllowsEachBackendsOwnExcess(t *testing.T) {
 		want     time.Duration
 	}{
 		{"the hot instance refuses its excess alone", []InstanceSample{
-			at(20, map[string]c{"hot": {100, 0, 50, 0}, "fine": {50, 0, 0, 0}}),
-			at(21, map[string]c{"hot": {125, 0, 65, 0}, "fine": {58, 0, 0, 0}}), // hot: 25 offered, 15 refused = its excess
-			at(22, map[string]c{"hot": {150, 0, 80, 0}, "fine": {66, 0, 0, 0}}),
+			at(20, map[string]c{"hot": {Received: 100, OverQuota: 0, ForLoad: 50}, "fine": {Received: 50, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"hot": {Received: 125, OverQuota: 0, ForLoad: 65}, "fine": {Received: 58, OverQuota: 0, ForLoad: 0}}), // hot: 25 offered, 15 refused = its excess
+			at(22, map[string]c{"hot": {Received: 150, OverQuota: 0, ForLoad: 80}, "fine": {Received: 66, OverQuota: 0, ForLoad: 0}}),
 		}, own, 0},
 		{"429s are not offered to the backend", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0, 0}}),
-			at(21, map[string]c{"hot": {30, 10, 11, 0}}), // 20 offered: excess 10, slack 1
+			at(20, map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"hot": {Received: 30, OverQuota: 10, ForLoad: 11}}), // 20 offered: excess 10, slack 1
 		}, own, 0},
 		{"refusing more than the excess until 22 s", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0, 0}, "fine": {0, 0, 0, 0}}),
-			at(21, map[string]c{"hot": {25, 0, 20, 0}, "fine": {8, 0, 4, 0}}),  // fine refuses 4 with no excess
-			at(22, map[string]c{"hot": {50, 0, 37, 0}, "fine": {16, 0, 4, 0}}), // hot refuses 17 of an excess of 15 (+1 slack)
-			at(23, map[string]c{"hot": {75, 0, 52, 0}, "fine": {24, 0, 4, 0}}),
+			at(20, map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}, "fine": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"hot": {Received: 25, OverQuota: 0, ForLoad: 20}, "fine": {Received: 8, OverQuota: 0, ForLoad: 4}}),  // fine refuses 4 with no excess
+			at(22, map[string]c{"hot": {Received: 50, OverQuota: 0, ForLoad: 37}, "fine": {Received: 16, OverQuota: 0, ForLoad: 4}}), // hot refuses 17 of an excess of 15 (+1 slack)
+			at(23, map[string]c{"hot": {Received: 75, OverQuota: 0, ForLoad: 52}, "fine": {Received: 24, OverQuota: 0, ForLoad: 4}}),
 		}, own, 2 * time.Second},
 		{"still refusing more at the end", []InstanceSample{
-			at(20, map[string]c{"fine": {0, 0, 0, 0}}),
-			at(21, map[string]c{"fine": {8, 0, 0, 0}}),
-			at(22, map[string]c{"fine": {16, 0, 2, 0}}),
+			at(20, map[string]c{"fine": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"fine": {Received: 8, OverQuota: 0, ForLoad: 0}}),
+			at(22, map[string]c{"fine": {Received: 16, OverQuota: 0, ForLoad: 2}}),
 		}, own, -1},
 		{"a shared backend is judged on the sum", []InstanceSample{
-			at(20, map[string]c{"a": {0, 0, 0, 0}, "b": {0, 0, 0, 0}}),
-			at(21, map[string]c{"a": {25, 0, 4, 0}, "b": {5, 0, 7, 0}}), // 30 offered to 20: excess 10, slack 2, refused 11
+			at(20, map[string]c{"a": {Received: 0, OverQuota: 0, ForLoad: 0}, "b": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"a": {Received: 25, OverQuota: 0, ForLoad: 4}, "b": {Received: 5, OverQuota: 0, ForLoad: 7}}), // 30 offered to 20: excess 10, slack 2, refused 11
 		}, shared, 0},
 		{"a joiner and a leaver are not judged where they come and go", []InstanceSample{
-			at(20, map[string]c{"hot": {0, 0, 0, 0}, "gone": {0, 0, 0, 0}}),
-			at(21, map[string]c{"hot": {10, 0, 0, 0}, "new": {50, 0, 50, 0}}),
+			at(20, map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}, "gone": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(21, map[string]c{"hot": {Received: 10, OverQuota: 0, ForLoad: 0}, "new": {Received: 50, OverQuota: 0, ForLoad: 50}}),
 		}, own, 0},
 		{"intervals of the overload are not judged", []InstanceSample{
-			at(18, map[string]c{"hot": {0, 0, 0, 0}}),
-			at(19, map[string]c{"hot": {50, 0, 50, 0}}),
-			at(20, map[string]c{"hot": {60, 0, 50, 0}}),
-			at(21, map[string]c{"hot": {70, 0, 50, 0}}),
+			at(18, map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(19, map[string]c{"hot": {Received: 50, OverQuota: 0, ForLoad: 50}}),
+			at(20, map[string]c{"hot": {Received: 60, OverQuota: 0, ForLoad: 50}}),
+			at(21, map[string]c{"hot": {Received: 70, OverQuota: 0, ForLoad: 50}}),
 		}, own, 0},
 		{"no interval after the end", []InstanceSample{
-			at(19, map[string]c{"hot": {0, 0, 0, 0}}),
-			at(20.5, map[string]c{"hot": {10, 0, 0, 0}}),
+			at(19, map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}}),
+			at(20.5, map[string]c{"hot": {Received: 10, OverQuota: 0, ForLoad: 0}}),
 		}, own, -1},
 	} {
 		if got := ExcessRecovery(tc.samples, end, tc.capacity); got != tc.want {
@@ -79,10 +79,10 @@ func TestBeyondExcessPctCountsOnlyWhatNoBackendNeeded(t *testing.T) {
 	type c = InstanceCounts
 	own := map[string]float64{"hot": 10, "fine": 10}
 	s := []InstanceSample{
-		{At: 9 * time.Second, Counts: map[string]c{"hot": {0, 0, 0, 0}, "fine": {0, 0, 0, 0}}},
-		{At: 10 * time.Second, Counts: map[string]c{"hot": {50, 0, 40, 0}, "fine": {10, 0, 10, 0}}}, // before the overload
-		{At: 11 * time.Second, Counts: map[string]c{"hot": {90, 0, 70, 0}, "fine": {18, 0, 13, 0}}},
-		{At: 12 * time.Second, Counts: map[string]c{"hot": {130, 10, 100, 0}, "fine": {26, 0, 13, 0}}},
+		{At: 9 * time.Second, Counts: map[string]c{"hot": {Received: 0, OverQuota: 0, ForLoad: 0}, "fine": {Received: 0, OverQuota: 0, ForLoad: 0}}},
+		{At: 10 * time.Second, Counts: map[string]c{"hot": {Received: 50, OverQuota: 0, ForLoad: 40}, "fine": {Received: 10, OverQuota: 0, ForLoad: 10}}}, // before the overload
+		{At: 11 * time.Second, Counts: map[string]c{"hot": {Received: 90, OverQuota: 0, ForLoad: 70}, "fine": {Received: 18, OverQuota: 0, ForLoad: 13}}},
+		{At: 12 * time.Second, Counts: map[string]c{"hot": {Received: 130, OverQuota: 10, ForLoad: 100}, "fine": {Received: 26, OverQuota: 0, ForLoad: 13}}},
 	}
 	// 10–11 s: hot offered 40, excess 30, slack 1, refused 30: none beyond;
 	// fine offered 8, excess 0, slack 1, refused 3: 2 beyond.
